@@ -1,0 +1,20 @@
+function(quill_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers>)
+endfunction()
+
+# Per-file ISA flags: kernels for one instruction set live in files named *_avx2.cpp or
+# *_avx512.cpp, so the rest of the library stays portable and dispatch happens at run time.
+function(quill_set_isa_flags sources)
+  if(NOT CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+    return()
+  endif()
+  foreach(src IN LISTS sources)
+    if(src MATCHES "_avx2\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    elseif(src MATCHES "_avx512\\.cpp$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx512bf16;-mavx2;-mfma;-mf16c")
+    endif()
+  endforeach()
+endfunction()

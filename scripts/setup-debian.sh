@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian package Quill needs to build, test and run. Idempotent: packages already
+# present are skipped, and apt-get is only called when something is missing. Debian only.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # core: JSON configs, command line
+  nlohmann-json3-dev libcli11-dev
+  # dense CPU GEMM and conv
+  libopenblas-dev libdnnl-dev
+  # images
+  libpng-dev libjpeg62-turbo-dev
+  # glyph-line rendering and the default fonts
+  libfreetype-dev libharfbuzz-dev fonts-dejavu-core
+  # HTTP server
+  libcpp-httplib-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

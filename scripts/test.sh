@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up (Debian packages), builds and runs the whole fast test suite. This is the README's test
+# command and what CI runs. Extra arguments go to ctest (e.g. -L fuzz, -R Safetensors).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-debian.sh
+JOBS=${JOBS:-$(nproc)}
+cmake --preset release >/dev/null
+cmake --build --preset release -j "$JOBS"
+if [ $# -eq 0 ]; then
+  ctest --test-dir build/release --output-on-failure -j "$JOBS" -LE "fuzz|slow"
+else
+  ctest --test-dir build/release --output-on-failure -j "$JOBS" "$@"
+fi

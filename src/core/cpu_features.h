@@ -1,0 +1,26 @@
+// CPU feature detection for run-time kernel dispatch. QUILL_CPU_ISA=scalar|avx2|avx512 caps the
+// level (never raises it beyond what the CPU has), so tests can exercise every path.
+#pragma once
+
+#include <string>
+
+namespace quill {
+
+enum class CpuIsa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512vnni = false, avx512bf16 = false, avx_vnni = false;
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
+};
+
+const CpuFeatures& cpu_features();      // what the hardware and OS support
+CpuIsa cpu_hardware_isa();              // best level the hardware supports
+CpuIsa cpu_isa();                       // level in force (hardware capped by QUILL_CPU_ISA)
+void set_cpu_isa_override(CpuIsa isa);  // tests: cap the level (clamped to hardware)
+void clear_cpu_isa_override();
+const char* cpu_isa_name(CpuIsa isa);
+std::string cpu_features_string();
+
+}  // namespace quill

@@ -1,0 +1,50 @@
+#include "core/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace quill {
+
+Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    auto st = (err == ENOENT ? not_found("cannot open: ", std::strerror(err)) : io_error("cannot open: ", std::strerror(err)));
+    return st.with_file(path);
+  }
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return io_error("cannot stat: ", std::strerror(err)).with_file(path);
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    return invalid_file("not a regular file").with_file(path);
+  }
+  std::shared_ptr<MappedFile> f(new MappedFile());
+  f->path_ = path;
+  f->size_ = uint64_t(sb.st_size);
+  if (f->size_ > 0) {
+    void* p = ::mmap(nullptr, size_t(f->size_), PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return io_error("mmap failed: ", std::strerror(err)).with_file(path);
+    }
+    f->data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return f;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_t(size_));
+}
+
+}  // namespace quill
