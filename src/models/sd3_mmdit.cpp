@@ -74,32 +74,6 @@ std::string SD3Bucket::to_string() const {
   return str_cat("batch ", batch, ", latent ", latent_h, "x", latent_w, ", text ", text_len);
 }
 
-Status SD3Transformer::load_attention(const std::string& p, bool joint, bool context_pre_only, Attention* a) const {
-  const int64_t D = cfg_.inner_dim();
-  QUILL_ASSIGN_OR_RETURN(a->to_q, load_linear(*files_, p + ".to_q", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(a->to_k, load_linear(*files_, p + ".to_k", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(a->to_v, load_linear(*files_, p + ".to_v", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(a->to_out, load_linear(*files_, p + ".to_out.0", D, D, true));
-  const int64_t Dh = cfg_.attention_head_dim;
-  if (cfg_.qk_rms_norm) {
-    QUILL_ASSIGN_OR_RETURN(a->norm_q, load_f32(*files_, p + ".norm_q.weight", {Dh}));
-    QUILL_ASSIGN_OR_RETURN(a->norm_k, load_f32(*files_, p + ".norm_k.weight", {Dh}));
-  }
-  if (joint) {
-    QUILL_ASSIGN_OR_RETURN(a->add_q, load_linear(*files_, p + ".add_q_proj", D, D, true));
-    QUILL_ASSIGN_OR_RETURN(a->add_k, load_linear(*files_, p + ".add_k_proj", D, D, true));
-    QUILL_ASSIGN_OR_RETURN(a->add_v, load_linear(*files_, p + ".add_v_proj", D, D, true));
-    if (!context_pre_only) {
-      QUILL_ASSIGN_OR_RETURN(a->to_add_out, load_linear(*files_, p + ".to_add_out", D, D, true));
-    }
-    if (cfg_.qk_rms_norm) {
-      QUILL_ASSIGN_OR_RETURN(a->norm_added_q, load_f32(*files_, p + ".norm_added_q.weight", {Dh}));
-      QUILL_ASSIGN_OR_RETURN(a->norm_added_k, load_f32(*files_, p + ".norm_added_k.weight", {Dh}));
-    }
-  }
-  return Status::ok();
-}
-
 Result<std::unique_ptr<SD3Transformer>> SD3Transformer::load(std::shared_ptr<ModelFiles> files) {
   std::unique_ptr<SD3Transformer> m(new SD3Transformer());
   m->files_ = files;
@@ -116,25 +90,12 @@ Result<std::unique_ptr<SD3Transformer>> SD3Transformer::load(std::shared_ptr<Mod
   QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(*files, "norm_out.linear", D, 2 * D, true));
   QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(*files, "proj_out", D, p * p * c.out_channels, true));
 
-  m->blocks.resize(size_t(c.num_layers));
+  m->blocks.reserve(size_t(c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    Block& b = m->blocks[size_t(i)];
-    const std::string pre = str_cat("transformer_blocks.", i);
-    b.context_pre_only = (i == c.num_layers - 1);
-    b.dual = std::find(c.dual_attention_layers.begin(), c.dual_attention_layers.end(), i) != c.dual_attention_layers.end();
-    QUILL_ASSIGN_OR_RETURN(b.norm1, load_linear(*files, pre + ".norm1.linear", D, (b.dual ? 9 : 6) * D, true));
-    QUILL_ASSIGN_OR_RETURN(b.norm1_context, load_linear(*files, pre + ".norm1_context.linear", D, (b.context_pre_only ? 2 : 6) * D, true));
-    QUILL_RETURN_IF_ERROR(m->load_attention(pre + ".attn", true, b.context_pre_only, &b.attn));
-    if (b.dual) {
-      b.attn2.emplace();
-      QUILL_RETURN_IF_ERROR(m->load_attention(pre + ".attn2", false, false, &*b.attn2));
-    }
-    QUILL_ASSIGN_OR_RETURN(b.ff_up, load_linear(*files, pre + ".ff.net.0.proj", D, 4 * D, true));
-    QUILL_ASSIGN_OR_RETURN(b.ff_down, load_linear(*files, pre + ".ff.net.2", 4 * D, D, true));
-    if (!b.context_pre_only) {
-      QUILL_ASSIGN_OR_RETURN(b.ff_context_up, load_linear(*files, pre + ".ff_context.net.0.proj", D, 4 * D, true));
-      QUILL_ASSIGN_OR_RETURN(b.ff_context_down, load_linear(*files, pre + ".ff_context.net.2", 4 * D, D, true));
-    }
+    const bool dual = std::find(c.dual_attention_layers.begin(), c.dual_attention_layers.end(), i) != c.dual_attention_layers.end();
+    QUILL_ASSIGN_OR_RETURN(JointBlock blk, JointBlock::load(*files, str_cat("transformer_blocks.", i), D, c.attention_head_dim,
+                                                            i == c.num_layers - 1, dual, c.qk_rms_norm));
+    m->blocks.push_back(std::move(blk));
   }
   return m;
 }
@@ -187,9 +148,7 @@ size_t SD3Transformer::layout(const SD3Bucket& b, const ThreadPool& pool, Arena*
   for (const Linear* l : {&patch_proj, &time_linear_1, &time_linear_2, &text_linear_1, &text_linear_2,
                           &context_embedder, &norm_out, &proj_out})
     need(*l);
-  for (const Block& blk : blocks) {
-    need(blk.norm1); need(blk.norm1_context); need(blk.attn.to_q); need(blk.ff_up); need(blk.ff_down);
-  }
+  for (const JointBlock& blk : blocks) lin = std::max(lin, joint_block_linear_scratch(blk, pool));
   o.scratch.linear_floats = lin;
   o.scratch.attention_floats = CpuBackend::attention_scratch_floats(S, cfg_.attention_head_dim, pool);
   alloc(o.scratch.linear, int64_t(lin));
@@ -252,7 +211,10 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
   // context_embedder: [B,T,J] -> c [B,T,D]
   QUILL_RETURN_IF_ERROR(ops.linear(encoder_hidden_states, B * T, context_embedder.weight, context_embedder.bias_ptr(), w.c));
 
-  for (const Block& blk : blocks) QUILL_RETURN_IF_ERROR(run_block(blk, b, w, ops));
+  const JointShape shape{B, N, T, D, cfg_.num_attention_heads, cfg_.attention_head_dim};
+  const JointBuffers jb{w.x, w.c, w.temb_act, w.mod_x, w.mod_c, w.nx, w.nx2, w.nc,
+                        w.q, w.k, w.v, w.attn, w.tmp_x, w.tmp_c, w.ff};
+  for (const JointBlock& blk : blocks) QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, jb, ops));
 
   // norm_out (AdaLayerNormContinuous: scale first, then shift) -> proj_out -> unpatchify.
   QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, norm_out.weight, norm_out.bias_ptr(), w.mod_x));
@@ -269,88 +231,6 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
             for (int64_t c = 0; c < Co; ++c)
               sample[((n * Co + c) * H + y * p + ky) * W + xq * p + kx] = src[(ky * p + kx) * Co + c];
       }
-  return Status::ok();
-}
-
-Status SD3Transformer::run_block(const Block& blk, const SD3Bucket& b, SD3Buffers& w, Dispatcher& ops) const {
-  const int64_t B = b.batch, p = cfg_.patch_size, D = cfg_.inner_dim();
-  const int64_t N = (b.latent_h / p) * (b.latent_w / p), T = b.text_len, S = N + T;
-  const int64_t Hh = cfg_.num_attention_heads, Dh = cfg_.attention_head_dim;
-  const float scale = 1.0f / std::sqrt(float(Dh));
-  const int64_t mx = (blk.dual ? 9 : 6) * D;  // modulation row strides
-  const int64_t mc = (blk.context_pre_only ? 2 : 6) * D;
-  const Attention& a = blk.attn;
-
-  // norm1 (AdaLayerNormZero / SD35AdaLayerNormZeroX): chunks shift_msa, scale_msa, gate_msa,
-  // shift_mlp, scale_mlp, gate_mlp[, shift_msa2, scale_msa2, gate_msa2].
-  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, blk.norm1.weight, blk.norm1.bias_ptr(), w.mod_x));
-  QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx, B, N, D, kEps, w.mod_x, w.mod_x + D, mx));
-  if (blk.dual) QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx2, B, N, D, kEps, w.mod_x + 6 * D, w.mod_x + 7 * D, mx));
-  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, blk.norm1_context.weight, blk.norm1_context.bias_ptr(), w.mod_c));
-  if (blk.context_pre_only)  // AdaLayerNormContinuous: scale, shift
-    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c + D, w.mod_c, mc));
-  else
-    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c, w.mod_c + D, mc));
-
-  // Joint attention over [image tokens, text tokens]: q/k/v [B, S, H, Dh].
-  for (int64_t n = 0; n < B; ++n) {
-    const float* xi = w.nx + n * N * D;
-    const float* ci = w.nc + n * T * D;
-    float* qn = w.q + n * S * D;
-    float* kn = w.k + n * S * D;
-    float* vn = w.v + n * S * D;
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_q.weight, a.to_q.bias_ptr(), qn));
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_k.weight, a.to_k.bias_ptr(), kn));
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_v.weight, a.to_v.bias_ptr(), vn));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_q->weight, a.add_q->bias_ptr(), qn + N * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_k->weight, a.add_k->bias_ptr(), kn + N * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_v->weight, a.add_v->bias_ptr(), vn + N * D));
-    if (!a.norm_q.empty()) {
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn, qn, N * Hh, Dh, kEps, a.norm_q.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn, kn, N * Hh, Dh, kEps, a.norm_k.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn + N * D, qn + N * D, T * Hh, Dh, kEps, a.norm_added_q.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn + N * D, kn + N * D, T * Hh, Dh, kEps, a.norm_added_k.data()));
-    }
-  }
-  QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
-  for (int64_t n = 0; n < B; ++n) {
-    QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D, N, a.to_out.weight, a.to_out.bias_ptr(), w.tmp_x + n * N * D));
-    if (!blk.context_pre_only)
-      QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D + N * D, T, a.to_add_out->weight, a.to_add_out->bias_ptr(), w.tmp_c + n * T * D));
-  }
-  QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 2 * D, B, N, D, mx));  // gate_msa
-  if (!blk.context_pre_only)
-    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.c, w.tmp_c, w.mod_c + 2 * D, B, T, D, mc));  // c_gate_msa
-
-  // Dual attention (SD3.5): image-only self-attention on the second modulation.
-  if (blk.dual) {
-    const Attention& a2 = *blk.attn2;
-    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_q.weight, a2.to_q.bias_ptr(), w.q));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_k.weight, a2.to_k.bias_ptr(), w.k));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_v.weight, a2.to_v.bias_ptr(), w.v));
-    if (!a2.norm_q.empty()) {
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(w.q, w.q, B * N * Hh, Dh, kEps, a2.norm_q.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(w.k, w.k, B * N * Hh, Dh, kEps, a2.norm_k.data()));
-    }
-    QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, N, N, Hh, Dh, scale));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.attn, B * N, a2.to_out.weight, a2.to_out.bias_ptr(), w.tmp_x));
-    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 8 * D, B, N, D, mx));  // gate_msa2
-  }
-
-  // Feed-forward: norm2 + (shift_mlp, scale_mlp), GELU(tanh) MLP, gate_mlp.
-  QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx, B, N, D, kEps, w.mod_x + 3 * D, w.mod_x + 4 * D, mx));
-  QUILL_RETURN_IF_ERROR(ops.linear(w.nx, B * N, blk.ff_up.weight, blk.ff_up.bias_ptr(), w.ff));
-  QUILL_RETURN_IF_ERROR(ops.gelu_tanh(w.ff, B * N * 4 * D));
-  QUILL_RETURN_IF_ERROR(ops.linear(w.ff, B * N, blk.ff_down.weight, blk.ff_down.bias_ptr(), w.tmp_x));
-  QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 5 * D, B, N, D, mx));
-
-  if (!blk.context_pre_only) {
-    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c + 3 * D, w.mod_c + 4 * D, mc));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.nc, B * T, blk.ff_context_up->weight, blk.ff_context_up->bias_ptr(), w.ff));
-    QUILL_RETURN_IF_ERROR(ops.gelu_tanh(w.ff, B * T * 4 * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.ff, B * T, blk.ff_context_down->weight, blk.ff_context_down->bias_ptr(), w.tmp_c));
-    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.c, w.tmp_c, w.mod_c + 5 * D, B, T, D, mc));
-  }
   return Status::ok();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/model_files.h"
+#include "models/joint_block.h"
 #include "models/weights.h"
 #include "runtime/op_backend.h"
 
@@ -70,23 +71,6 @@ class SD3Transformer {
                  Dispatcher& ops) const;
 
  private:
-  struct Attention {
-    Linear to_q, to_k, to_v, to_out;
-    std::optional<Linear> add_q, add_k, add_v, to_add_out;  // joint (context) projections
-    std::vector<float> norm_q, norm_k, norm_added_q, norm_added_k;  // qk RMSNorm weights, empty if none
-  };
-  struct Block {
-    bool context_pre_only = false, dual = false;
-    Linear norm1, norm1_context;  // adaLN modulation linears (6D or 9D; context 6D or 2D)
-    Attention attn;
-    std::optional<Attention> attn2;
-    Linear ff_up, ff_down;
-    std::optional<Linear> ff_context_up, ff_context_down;
-  };
-
-  Status load_attention(const std::string& prefix, bool joint, bool context_pre_only, Attention* a) const;
-  Status run_block(const Block& blk, const SD3Bucket& b, SD3Buffers& w, Dispatcher& ops) const;
-
   std::shared_ptr<ModelFiles> files_;
   SD3Config cfg_;
   Linear patch_proj;                   // pos_embed.proj as [D, C*p*p]
@@ -94,7 +78,7 @@ class SD3Transformer {
   Linear time_linear_1, time_linear_2;  // time_text_embed.timestep_embedder.linear_{1,2}
   Linear text_linear_1, text_linear_2;  // time_text_embed.text_embedder.linear_{1,2}
   Linear context_embedder, norm_out, proj_out;
-  std::vector<Block> blocks;
+  std::vector<JointBlock> blocks;
 };
 
 }  // namespace quill

@@ -14,6 +14,8 @@ std::atomic<bool> g_counting{false};
 std::atomic<long> g_allocs{0};
 }  // namespace
 
+// GCC cannot see that these pair with the malloc-based operator new above.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t n) {
   if (g_counting.load(std::memory_order_relaxed)) g_allocs.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;

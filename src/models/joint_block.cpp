@@ -1,0 +1,173 @@
+#include "models/joint_block.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace quill {
+
+namespace {
+constexpr float kEps = 1e-6f;
+
+Result<JointAttention> load_attention(const ModelFiles& f, const std::string& p, int64_t D, int64_t Dh, bool joint,
+                                      bool context_pre_only, bool qk_rms_norm) {
+  JointAttention a;
+  QUILL_ASSIGN_OR_RETURN(a.to_q, load_linear(f, p + ".to_q", D, D, true));
+  QUILL_ASSIGN_OR_RETURN(a.to_k, load_linear(f, p + ".to_k", D, D, true));
+  QUILL_ASSIGN_OR_RETURN(a.to_v, load_linear(f, p + ".to_v", D, D, true));
+  QUILL_ASSIGN_OR_RETURN(a.to_out, load_linear(f, p + ".to_out.0", D, D, true));
+  if (qk_rms_norm) {
+    QUILL_ASSIGN_OR_RETURN(a.norm_q, load_f32(f, p + ".norm_q.weight", {Dh}));
+    QUILL_ASSIGN_OR_RETURN(a.norm_k, load_f32(f, p + ".norm_k.weight", {Dh}));
+  }
+  if (joint) {
+    QUILL_ASSIGN_OR_RETURN(a.add_q, load_linear(f, p + ".add_q_proj", D, D, true));
+    QUILL_ASSIGN_OR_RETURN(a.add_k, load_linear(f, p + ".add_k_proj", D, D, true));
+    QUILL_ASSIGN_OR_RETURN(a.add_v, load_linear(f, p + ".add_v_proj", D, D, true));
+    if (!context_pre_only) {
+      QUILL_ASSIGN_OR_RETURN(a.to_add_out, load_linear(f, p + ".to_add_out", D, D, true));
+    }
+    if (qk_rms_norm) {
+      QUILL_ASSIGN_OR_RETURN(a.norm_added_q, load_f32(f, p + ".norm_added_q.weight", {Dh}));
+      QUILL_ASSIGN_OR_RETURN(a.norm_added_k, load_f32(f, p + ".norm_added_k.weight", {Dh}));
+    }
+  }
+  return a;
+}
+}  // namespace
+
+Result<JointBlock> JointBlock::load(const ModelFiles& f, const std::string& pre, int64_t D, int64_t Dh,
+                                    bool context_pre_only, bool dual, bool qk_rms_norm) {
+  JointBlock b;
+  b.context_pre_only = context_pre_only;
+  b.dual = dual;
+  QUILL_ASSIGN_OR_RETURN(b.norm1, load_linear(f, pre + ".norm1.linear", D, (dual ? 9 : 6) * D, true));
+  QUILL_ASSIGN_OR_RETURN(b.norm1_context, load_linear(f, pre + ".norm1_context.linear", D, (context_pre_only ? 2 : 6) * D, true));
+  QUILL_ASSIGN_OR_RETURN(b.attn, load_attention(f, pre + ".attn", D, Dh, true, context_pre_only, qk_rms_norm));
+  if (dual) {
+    QUILL_ASSIGN_OR_RETURN(b.attn2, load_attention(f, pre + ".attn2", D, Dh, false, false, qk_rms_norm));
+  }
+  QUILL_ASSIGN_OR_RETURN(b.ff_up, load_linear(f, pre + ".ff.net.0.proj", D, 4 * D, true));
+  QUILL_ASSIGN_OR_RETURN(b.ff_down, load_linear(f, pre + ".ff.net.2", 4 * D, D, true));
+  if (!context_pre_only) {
+    QUILL_ASSIGN_OR_RETURN(b.ff_context_up, load_linear(f, pre + ".ff_context.net.0.proj", D, 4 * D, true));
+    QUILL_ASSIGN_OR_RETURN(b.ff_context_down, load_linear(f, pre + ".ff_context.net.2", 4 * D, D, true));
+  }
+  return b;
+}
+
+size_t joint_block_linear_scratch(const JointBlock& blk, const ThreadPool& pool) {
+  size_t s = 0;
+  for (const Linear* l : {&blk.norm1, &blk.norm1_context, &blk.attn.to_q, &blk.ff_up, &blk.ff_down})
+    s = std::max(s, CpuBackend::linear_scratch_floats(l->weight, pool));
+  return s;
+}
+
+void apply_rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, const RopeTable& rope, int64_t first_token) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* cs = rope.cos + (first_token + t) * rope.pairs;
+    const float* sn = rope.sin + (first_token + t) * rope.pairs;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + (t * heads + h) * head_dim;
+      for (int64_t i = 0; i < rope.pairs; ++i) {
+        const float a = v[2 * i], b = v[2 * i + 1];
+        v[2 * i] = a * cs[i] - b * sn[i];
+        v[2 * i + 1] = a * sn[i] + b * cs[i];
+      }
+    }
+  }
+}
+
+Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,
+                       const RopeTable* rope) {
+  const int64_t B = s.B, N = s.N, T = s.T, D = s.D, S = N + T, Hh = s.heads, Dh = s.head_dim;
+  const float scale = 1.0f / std::sqrt(float(Dh));
+  const int64_t mx = (blk.dual ? 9 : 6) * D;  // modulation row strides
+  const int64_t mc = (blk.context_pre_only ? 2 : 6) * D;
+  const JointAttention& a = blk.attn;
+
+  // norm1 (AdaLayerNormZero / SD35AdaLayerNormZeroX): chunks shift_msa, scale_msa, gate_msa,
+  // shift_mlp, scale_mlp, gate_mlp[, shift_msa2, scale_msa2, gate_msa2].
+  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, blk.norm1.weight, blk.norm1.bias_ptr(), w.mod_x));
+  QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx, B, N, D, kEps, w.mod_x, w.mod_x + D, mx));
+  if (blk.dual)
+    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx2, B, N, D, kEps, w.mod_x + 6 * D, w.mod_x + 7 * D, mx));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, blk.norm1_context.weight, blk.norm1_context.bias_ptr(), w.mod_c));
+  if (blk.context_pre_only)  // AdaLayerNormContinuous chunks scale, then shift
+    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c + D, w.mod_c, mc));
+  else
+    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c, w.mod_c + D, mc));
+
+  // Joint attention over [image tokens, context tokens]: q/k/v [B, S, H, Dh].
+  for (int64_t n = 0; n < B; ++n) {
+    const float* xi = w.nx + n * N * D;
+    const float* ci = w.nc + n * T * D;
+    float* qn = w.q + n * S * D;
+    float* kn = w.k + n * S * D;
+    float* vn = w.v + n * S * D;
+    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_q.weight, a.to_q.bias_ptr(), qn));
+    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_k.weight, a.to_k.bias_ptr(), kn));
+    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_v.weight, a.to_v.bias_ptr(), vn));
+    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_q->weight, a.add_q->bias_ptr(), qn + N * D));
+    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_k->weight, a.add_k->bias_ptr(), kn + N * D));
+    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_v->weight, a.add_v->bias_ptr(), vn + N * D));
+    if (!a.norm_q.empty()) {
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn, qn, N * Hh, Dh, kEps, a.norm_q.data()));
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn, kn, N * Hh, Dh, kEps, a.norm_k.data()));
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn + N * D, qn + N * D, T * Hh, Dh, kEps, a.norm_added_q.data()));
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn + N * D, kn + N * D, T * Hh, Dh, kEps, a.norm_added_k.data()));
+    }
+    if (rope) {
+      apply_rope(qn, S, Hh, Dh, *rope, 0);
+      apply_rope(kn, S, Hh, Dh, *rope, 0);
+    }
+  }
+  QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
+  for (int64_t n = 0; n < B; ++n) {
+    QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D, N, a.to_out.weight, a.to_out.bias_ptr(), w.tmp_x + n * N * D));
+    if (!blk.context_pre_only)
+      QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D + N * D, T, a.to_add_out->weight, a.to_add_out->bias_ptr(),
+                                       w.tmp_c + n * T * D));
+  }
+  QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 2 * D, B, N, D, mx));  // gate_msa
+  if (!blk.context_pre_only)
+    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.c, w.tmp_c, w.mod_c + 2 * D, B, T, D, mc));  // c_gate_msa
+
+  // Dual attention (SD3.5): image-only self-attention on the second modulation.
+  if (blk.dual) {
+    const JointAttention& a2 = *blk.attn2;
+    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_q.weight, a2.to_q.bias_ptr(), w.q));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_k.weight, a2.to_k.bias_ptr(), w.k));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.nx2, B * N, a2.to_v.weight, a2.to_v.bias_ptr(), w.v));
+    if (!a2.norm_q.empty()) {
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(w.q, w.q, B * N * Hh, Dh, kEps, a2.norm_q.data()));
+      QUILL_RETURN_IF_ERROR(ops.rms_norm(w.k, w.k, B * N * Hh, Dh, kEps, a2.norm_k.data()));
+    }
+    if (rope) {
+      for (int64_t n = 0; n < B; ++n) {
+        apply_rope(w.q + n * N * D, N, Hh, Dh, *rope, 0);
+        apply_rope(w.k + n * N * D, N, Hh, Dh, *rope, 0);
+      }
+    }
+    QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, N, N, Hh, Dh, scale));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.attn, B * N, a2.to_out.weight, a2.to_out.bias_ptr(), w.tmp_x));
+    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 8 * D, B, N, D, mx));  // gate_msa2
+  }
+
+  // Feed-forward: norm2 + (shift_mlp, scale_mlp), GELU(tanh) MLP, gate_mlp.
+  QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx, B, N, D, kEps, w.mod_x + 3 * D, w.mod_x + 4 * D, mx));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.nx, B * N, blk.ff_up.weight, blk.ff_up.bias_ptr(), w.ff));
+  QUILL_RETURN_IF_ERROR(ops.gelu_tanh(w.ff, B * N * 4 * D));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.ff, B * N, blk.ff_down.weight, blk.ff_down.bias_ptr(), w.tmp_x));
+  QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 5 * D, B, N, D, mx));
+
+  if (!blk.context_pre_only) {
+    QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c + 3 * D, w.mod_c + 4 * D, mc));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.nc, B * T, blk.ff_context_up->weight, blk.ff_context_up->bias_ptr(), w.ff));
+    QUILL_RETURN_IF_ERROR(ops.gelu_tanh(w.ff, B * T * 4 * D));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.ff, B * T, blk.ff_context_down->weight, blk.ff_context_down->bias_ptr(), w.tmp_c));
+    QUILL_RETURN_IF_ERROR(ops.gated_residual(w.c, w.tmp_c, w.mod_c + 5 * D, B, T, D, mc));
+  }
+  return Status::ok();
+}
+
+}  // namespace quill
