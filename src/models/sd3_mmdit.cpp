@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/arena.h"
+#include "models/dit_common.h"
 
 namespace quill {
 
@@ -165,17 +166,7 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
 
   // time_text_embed: sinusoid(t) [B,256] (cos first) -> linear_1 -> SiLU -> linear_2, plus
   // pooled [B,P] -> linear_1 -> SiLU -> linear_2.                                    temb: [B,D]
-  const int64_t half = kTimeChannels / 2;
-  for (int64_t n = 0; n < B; ++n) {
-    for (int64_t i = 0; i < half; ++i) {
-      // As diffusers computes it, in f32: exp((-ln(10000) * i) / half).
-      const float exponent = (-static_cast<float>(std::log(10000.0)) * float(i)) / float(half);
-      const float freq = std::exp(exponent);
-      const float arg = timestep[n] * freq;
-      w.tproj[n * kTimeChannels + i] = std::cos(arg);
-      w.tproj[n * kTimeChannels + half + i] = std::sin(arg);
-    }
-  }
+  timestep_sinusoid(timestep, B, kTimeChannels, w.tproj);
   QUILL_RETURN_IF_ERROR(ops.linear(w.tproj, B, time_linear_1.weight, time_linear_1.bias_ptr(), w.temb_act));
   QUILL_RETURN_IF_ERROR(ops.silu(w.temb_act, B * D));
   QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, time_linear_2.weight, time_linear_2.bias_ptr(), w.temb));
@@ -189,15 +180,7 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
 
   // pos_embed: conv(k=s=p) as patches [B*N, C*p*p] (c, ky, kx order) x proj^T, plus the stored
   // sincos table centre-cropped to the latent grid.                                  x: [B,N,D]
-  for (int64_t n = 0; n < B; ++n)
-    for (int64_t y = 0; y < hp; ++y)
-      for (int64_t xq = 0; xq < wp; ++xq) {
-        float* row = w.patches + ((n * hp + y) * wp + xq) * C * p * p;
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t ky = 0; ky < p; ++ky)
-            for (int64_t kx = 0; kx < p; ++kx)
-              row[(c * p + ky) * p + kx] = hidden_states[((n * C + c) * H + y * p + ky) * W + xq * p + kx];
-      }
+  patchify(hidden_states, B, C, H, W, p, w.patches);
   QUILL_RETURN_IF_ERROR(ops.linear(w.patches, B * N, patch_proj.weight, patch_proj.bias_ptr(), w.x));
   const int64_t M = cfg_.pos_embed_max_size, top = (M - hp) / 2, left = (M - wp) / 2;
   for (int64_t n = 0; n < B; ++n)
@@ -220,17 +203,7 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
   QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, norm_out.weight, norm_out.bias_ptr(), w.mod_x));
   QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.x, w.nx, B, N, D, kEps, w.mod_x + D, w.mod_x, 2 * D));
   QUILL_RETURN_IF_ERROR(ops.linear(w.nx, B * N, proj_out.weight, proj_out.bias_ptr(), w.out));
-  const int64_t Co = cfg_.out_channels;
-  // out[n, y, x, ky, kx, c] -> sample[n, c, y*p+ky, x*p+kx]
-  for (int64_t n = 0; n < B; ++n)
-    for (int64_t y = 0; y < hp; ++y)
-      for (int64_t xq = 0; xq < wp; ++xq) {
-        const float* src = w.out + ((n * hp + y) * wp + xq) * p * p * Co;
-        for (int64_t ky = 0; ky < p; ++ky)
-          for (int64_t kx = 0; kx < p; ++kx)
-            for (int64_t c = 0; c < Co; ++c)
-              sample[((n * Co + c) * H + y * p + ky) * W + xq * p + kx] = src[(ky * p + kx) * Co + c];
-      }
+  unpatchify(w.out, B, cfg_.out_channels, H, W, p, sample);
   return Status::ok();
 }
 
