@@ -46,7 +46,7 @@ int run(const Options& o) {
   ThreadPool::set_global_threads(o.threads > 0 ? o.threads : default_thread_count());
   ThreadPool& pool = ThreadPool::global();
   const auto t_load = std::chrono::steady_clock::now();
-  auto engine_r = SD3Engine::open(o.model, pool);
+  auto engine_r = open_sd3_engine(o.model, pool);
   if (!engine_r) return report_error(engine_r.status());
   auto& engine = *engine_r.value();
   const SD3Config& cfg = engine.model().config();

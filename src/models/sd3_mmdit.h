@@ -53,6 +53,8 @@ struct SD3Buffers {
 
 class SD3Transformer {
  public:
+  using Bucket = SD3Bucket;
+  using Buffers = SD3Buffers;
   static Result<std::unique_ptr<SD3Transformer>> load(std::shared_ptr<ModelFiles> files);
 
   const SD3Config& config() const { return cfg_; }

@@ -21,7 +21,7 @@ TEST_P(SD3Parity, MatchesDiffusers) {
   const Case c = GetParam();
   const std::string dir = test::fixture(std::string("sd3/") + c.name);
   ThreadPool pool(2);
-  auto engine = SD3Engine::open(dir, pool);
+  auto engine = open_sd3_engine(dir, pool);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto in = SafetensorsFile::open(dir + "/inputs.safetensors");
   ASSERT_TRUE(in.is_ok()) << in.status().to_string();
@@ -60,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SD3Parity,
 
 TEST(SD3Engine, RejectsBadBuckets) {
   ThreadPool pool(1);
-  auto engine = SD3Engine::open(test::fixture("sd3/patch2_wide"), pool);
+  auto engine = open_sd3_engine(test::fixture("sd3/patch2_wide"), pool);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto r = (*engine)->plan({1, 15, 40, 13});
   ASSERT_FALSE(r.is_ok());

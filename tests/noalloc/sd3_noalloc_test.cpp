@@ -30,7 +30,7 @@ namespace {
 TEST(SD3NoAlloc, WarmForwardDoesNotAllocate) {
   const std::string dir = std::string(QUILL_FIXTURES_DIR) + "/sd3/sd35";
   ThreadPool pool(2);
-  auto engine = SD3Engine::open(dir, pool);
+  auto engine = open_sd3_engine(dir, pool);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   auto in = SafetensorsFile::open(dir + "/inputs.safetensors");
   ASSERT_TRUE(in.is_ok());

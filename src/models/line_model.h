@@ -1,0 +1,75 @@
+// Quill's handwriting line model (tools/line_model.py is the PyTorch reference it is tested
+// against): SD3 joint blocks in glyph-line mode. Image tokens are p x p patches of the line
+// (pixels or latents); content tokens are one per patch column of the glyph line; 2D RoPE on q/k
+// (rows on the first half of each head, columns on the second; content token j takes column j,
+// row 0); pooled vector = timestep embedding + projected style embedding.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/model_files.h"
+#include "models/joint_block.h"
+#include "models/weights.h"
+#include "runtime/op_backend.h"
+
+namespace quill {
+
+struct LineModelConfig {
+  int64_t line_height = 32, max_line_width = 1024;
+  int64_t in_channels = 1, out_channels = 1, downscale = 1, glyph_channels = 1, patch_size = 4;
+  int64_t num_layers = 4, num_attention_heads = 4, attention_head_dim = 32, style_dim = 64;
+  double rope_theta = 10000.0;
+  bool qk_rms_norm = true;
+
+  int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
+  int64_t latent_height() const { return line_height / downscale; }
+  static Result<LineModelConfig> from_json(const nlohmann::json& j, const std::string& source);
+};
+
+// A plan bucket: the batch and the line's latent width (the height is fixed by the model).
+struct LineBucket {
+  int64_t batch = 1, latent_w = 0;
+  bool operator==(const LineBucket& o) const = default;
+  bool operator<(const LineBucket& o) const { return batch != o.batch ? batch < o.batch : latent_w < o.latent_w; }
+  std::string to_string() const;
+};
+
+struct LineBuffers {
+  JointBuffers joint{};
+  float *temb = nullptr, *tproj = nullptr, *pooled_h = nullptr;
+  float *patches = nullptr, *columns = nullptr, *out = nullptr;
+  float *rope_cos = nullptr, *rope_sin = nullptr;  // [S, head_dim/2], filled when the plan is built
+  OpScratch scratch;
+};
+
+class LineModel {
+ public:
+  using Bucket = LineBucket;
+  using Buffers = LineBuffers;
+
+  static Result<std::unique_ptr<LineModel>> load(std::shared_ptr<ModelFiles> files);
+  const LineModelConfig& config() const { return cfg_; }
+
+  Status validate(const LineBucket& b) const;
+  size_t layout(const LineBucket& b, const ThreadPool& pool, class Arena* arena, LineBuffers* bufs) const;
+
+  // sample [B, Cout, Hl, Wl] = model(hidden_states [B, C, Hl, Wl], glyphs [B, G, Hl, Wl],
+  // style [B, style_dim], timestep [B]).
+  Status forward(const LineBucket& b, const float* hidden_states, const float* glyphs, const float* style,
+                 const float* timestep, float* sample, LineBuffers& bufs, Dispatcher& ops) const;
+
+ private:
+  std::shared_ptr<ModelFiles> files_;
+  LineModelConfig cfg_;
+  Linear x_embedder, content_embedder;
+  Linear time_linear_1, time_linear_2, style_linear_1, style_linear_2;
+  Linear norm_out, proj_out;
+  std::vector<JointBlock> blocks;
+};
+
+// cos/sin tables [(h_tok * w_tok + w_tok), head_dim / 2] as tools/line_model.py rope_tables().
+void line_rope_tables(int64_t h_tok, int64_t w_tok, int64_t head_dim, double theta, float* cos, float* sin);
+
+}  // namespace quill
