@@ -14,6 +14,7 @@ struct Options {
   std::string model, inputs, output;
   int threads = 0;
   bool diag = false;
+  bool json = false;
   int repeat = 1;
 };
 
@@ -84,6 +85,13 @@ int run(const Options& o) {
   Status ws = write_safetensors(o.output, {{"sample", sample}});
   if (!ws) return report_error(ws);
   std::sort(times.begin(), times.end());
+  if (o.json) {
+    std::printf("{\"bench\": \"quill_sd3_forward\", \"threads\": %d, \"runs\": %zu, \"median_s\": %.6f, \"min_s\": %.6f, "
+                "\"plan_build_s\": %.6f, \"load_s\": %.6f, \"arena_bytes\": %zu}\n",
+                pool.num_threads(), times.size(), times[times.size() / 2] / 1e3, times.front() / 1e3, plan_ms / 1e3,
+                load_ms / 1e3, plan.value()->arena_bytes);
+    return kExitOk;
+  }
   std::printf("model %s: %lld layers, dim %lld; bucket %s\n", o.model.c_str(), (long long)cfg.num_layers,
               (long long)cfg.inner_dim(), bucket.to_string().c_str());
   std::printf("load %.1f ms, plan build (cold) %.1f ms, arena %.1f MiB, forward (warm) median %.1f ms over %zu run(s), threads %d\n",
@@ -103,6 +111,7 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--output,-o", o->output, "safetensors to write with 'sample' [B,Cout,H,W]")->required();
   sub.add_option("--threads", o->threads, "CPU threads (default: QUILL_THREADS or all cores)")->check(CLI::Range(1, 1024));
   sub.add_option("--repeat", o->repeat, "Run the forward this many times and report the median")->check(CLI::Range(1, 1000));
+  sub.add_flag("--json", o->json, "Print the timings as one JSON line");
   sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");
   return [o] { return run(*o); };
 }
