@@ -1,11 +1,10 @@
-// The denoising loop of StableDiffusion3Pipeline: flow-matching Euler steps with classifier-free
-// guidance computed from ONE forward of batch 2B (uncond stacked before cond, as diffusers does),
-// or batch B when guidance is off (scale <= 1).
+// The denoising loop of StableDiffusion3Pipeline on Quill's SD3 engine: conditioning stacked as
+// [negative; positive] so each step is one forward of batch 2B (see flow_sampler.h).
 #pragma once
 
-#include <functional>
 #include <vector>
 
+#include "pipeline/flow_sampler.h"
 #include "runtime/sd3_engine.h"
 
 namespace quill {
@@ -20,20 +19,12 @@ struct SD3SampleRequest {
   const SD3Conditioning* cond = nullptr;
   const SD3Conditioning* uncond = nullptr;  // required when guidance_scale > 1
   float guidance_scale = 1.0f;
-  std::vector<float> sigmas;     // N+1 values, last 0 (from FlowMatchEulerScheduler)
-  std::vector<float> timesteps;  // N values passed to the model (sigma * num_train_timesteps)
+  std::vector<float> sigmas;     // N+1 values, last 0
+  std::vector<float> timesteps;  // N values passed to the model
 };
 
-// Called after each step: (step index, total steps).
-using StepCallback = std::function<void(int, int)>;
-
-// Runs the loop in place on latents [B, C, H, W]. Allocates its batch buffers once per call,
-// outside the per-step forward.
+// Runs the loop in place on latents [B, C, H, W].
 Status sd3_sample(SD3Engine& engine, const SD3SampleRequest& req, std::vector<float>& latents,
                   const StepCallback& on_step = nullptr);
-
-// Does the classifier-free guidance mix for one step: v = u + g (c - u), where `batched` holds
-// [u (B rows); c (B rows)] of `per_batch` floats each.
-void cfg_combine(const float* batched, int64_t B, int64_t per_batch, float g, float* v);
 
 }  // namespace quill
