@@ -1,0 +1,41 @@
+// Sampling a handwriting line with the line model: the glyph line conditions the content tokens,
+// the style embedding conditions the pooled vector, and classifier-free guidance drops the style
+// (a zero style embedding is the unconditional input, as in training's style dropout). Each step
+// is ONE forward of batch 2B when guidance is on.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/flow_sampler.h"
+#include "runtime/line_engine.h"
+
+namespace quill {
+
+// The sigma schedule Quill's line model is trained for: N+1 values sigma_i = shift(1 - i/N),
+// shift(s) = k s / (1 + (k - 1) s) (static shift k, as FlowMatchEulerDiscreteScheduler), last 0;
+// model timesteps are sigma * 1000.
+void line_sigma_schedule(int steps, float shift, std::vector<float>* sigmas, std::vector<float>* timesteps);
+
+// Glyph pixels (gray 8-bit, 255 = paper) -> model input in [-1, 1] with ink = +1, averaged over
+// downscale x downscale cells to latent resolution. out: [H/downscale, W/downscale].
+void glyphs_to_model_input(const uint8_t* gray, int64_t H, int64_t W, int64_t downscale, float* out);
+
+// Model output in [-1, 1] (paper = +1) -> gray 8-bit.
+void line_output_to_gray(const float* x, int64_t n, uint8_t* gray);
+
+struct LineSampleRequest {
+  int64_t batch = 1, latent_w = 0;
+  const float* glyphs = nullptr;  // [B, G, Hl, Wl]
+  const float* style = nullptr;   // [B, style_dim]; null = unconditional style
+  float guidance_scale = 1.0f;
+  int steps = 20;
+  float shift = 1.0f;
+  uint64_t seed = 0;
+};
+
+// Returns the sampled line [B, Cout, Hl, Wl] in the model's output space.
+Status line_sample(LineEngine& engine, const LineSampleRequest& req, std::vector<float>* out,
+                   const StepCallback& on_step = nullptr);
+
+}  // namespace quill
