@@ -70,17 +70,27 @@ TEST(SD3Engine, RejectsBadBuckets) {
   EXPECT_NE(big.status().message().find("pos_embed_max_size"), std::string::npos);
 }
 
-TEST(SD3Engine, MissingWeightNamesTheTensor) {
-  ThreadPool pool(1);
-  // A model folder whose config says 5 layers while the weights hold 4.
+TEST(SD3Engine, ConfigWeightMismatchNamesTheTensor) {
   auto files = ModelFiles::open(test::fixture("sd3/tiny"));
-  ASSERT_TRUE(files.is_ok());
-  auto cfg = (*files)->config();
+  ASSERT_TRUE(files.is_ok()) << files.status().to_string();
+  const auto original = (*files)->config();
+  // Config says 5 layers, weights hold 4: block 3 is no longer the context_pre_only block, so its
+  // context modulation must be 6D, and the stored 2D one is reported with both shapes.
+  auto cfg = original;
   cfg["num_layers"] = 5;
   (*files)->set((*files)->path(), (*files)->format(), cfg);
   auto m = SD3Transformer::load(*files);
   ASSERT_FALSE(m.is_ok());
-  EXPECT_NE(m.status().to_string().find("transformer_blocks.4"), std::string::npos) << m.status().to_string();
+  EXPECT_NE(m.status().to_string().find("tensor 'transformer_blocks.3.norm1_context.linear.weight'"), std::string::npos)
+      << m.status().to_string();
+  EXPECT_NE(m.status().to_string().find("(expected [192, 32], found [64, 32])"), std::string::npos);
+  // Config asks for dual attention in block 1, which the weights lack.
+  cfg = original;
+  cfg["dual_attention_layers"] = {1};
+  (*files)->set((*files)->path(), (*files)->format(), cfg);
+  auto d = SD3Transformer::load(*files);
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().to_string().find("transformer_blocks.1.norm1.linear.weight"), std::string::npos) << d.status().to_string();
 }
 
 }  // namespace
