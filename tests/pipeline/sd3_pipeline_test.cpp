@@ -61,7 +61,9 @@ TEST_P(SD3Pipeline, MatchesDiffusersPipeline) {
   // CFG ran as one batch-2B forward per step: one plan, built once.
   EXPECT_EQ((*engine)->plan_stats().builds, 1u);
   EXPECT_EQ((*engine)->plan_stats().hits + 1, uint64_t(r.steps));
-  if (r.guidance_scale > 1) EXPECT_EQ((*engine)->plan(SD3Bucket{2 * r.batch, r.height / 2, r.width / 2, r.text_len}).is_ok(), true);
+  if (r.guidance_scale > 1) {
+    EXPECT_TRUE((*engine)->plan(SD3Bucket{2 * r.batch, r.height / 2, r.width / 2, r.text_len}).is_ok());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SD3Pipeline, ::testing::Values("cfg5", "cfg2"));
