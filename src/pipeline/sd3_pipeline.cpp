@@ -52,8 +52,6 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
 
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});
   QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.pool(), r.tiling));
-  float* px = image.data_as<float>();
-  for (int64_t i = 0; i < image.numel(); ++i) px[i] = std::clamp(px[i] * 0.5f + 0.5f, 0.0f, 1.0f);
   const auto t2 = std::chrono::steady_clock::now();
   if (timings) {
     timings->denoise_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

@@ -1,6 +1,6 @@
 // StableDiffusion3Pipeline from precomputed conditioning (text encoders come later): initial
 // latents (seeded or given), the flow-matching Euler loop with batched CFG, then the VAE decode
-// (latents / scaling_factor + shift_factor) and VaeImageProcessor's [-1, 1] -> [0, 1] mapping.
+// (latents / scaling_factor + shift_factor). Pixels: pipeline/image_postprocess.h.
 #pragma once
 
 #include <memory>
@@ -31,7 +31,7 @@ struct SD3GenerateTimings {
   int steps = 0;
 };
 
-// Returns the image [B, 3, H, W] in [0, 1].
+// Returns the decoder output [B, 3, H, W] (nominally [-1, 1], unclamped).
 Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const SD3GenerateRequest& req,
                             SD3GenerateTimings* timings = nullptr, const StepCallback& on_step = nullptr);
 

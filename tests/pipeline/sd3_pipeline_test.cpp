@@ -2,6 +2,7 @@
 // same transformer, VAE, initial latents and conditioning -> the same decoded image.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -56,7 +57,10 @@ TEST_P(SD3Pipeline, MatchesDiffusersPipeline) {
   auto image = sd3_generate(**engine, **vae, r);
   ASSERT_TRUE(image.is_ok()) << image.status().to_string();
   ASSERT_EQ(image->shape(), expected.shape());
-  const double rel = test::rel_l2(image->to_f32_vector(), expected.to_f32_vector());
+  // VaeImageProcessor.postprocess(output_type="pt"): clamp(x / 2 + 0.5, 0, 1).
+  std::vector<float> unit = image->to_f32_vector();
+  for (float& v : unit) v = std::clamp(v * 0.5f + 0.5f, 0.0f, 1.0f);
+  const double rel = test::rel_l2(unit, expected.to_f32_vector());
   EXPECT_LE(rel, 1e-3) << GetParam() << " rel " << rel;
   // CFG ran as one batch-2B forward per step: one plan, built once.
   EXPECT_EQ((*engine)->plan_stats().builds, 1u);
