@@ -182,5 +182,18 @@ TEST(Vae, ConfigRejectsUnsupported) {
   EXPECT_EQ(c->sample_size, 64);
 }
 
+TEST(Vae, BenchCommandRunsOnAModelFolder) {
+  const std::string cmd = std::string(QUILL_CLI_PATH) + " bench-vae --model " + fixture("vae/tiny") +
+                          " --height 48 --width 40 --tiling --tile-size 16 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(pclose(p), 0) << out;
+  EXPECT_NE(out.find("f32[1, 3, 48, 40]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"peak_rss_mib\""), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace quill
