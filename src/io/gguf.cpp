@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "io/gguf.h"
+#include "io/shape_check.h"
 
 namespace quill {
 
@@ -152,7 +153,7 @@ class GgufReaderImpl {
           .with_expected_found("f32, f16, bf16, f64, q8_0, i8..i64 or tq2_0_g128", ggml_type_name(t->ggml_type));
     t->dtype = *dtype;
     t->shape = Shape(dims);
-    const int64_t numel = t->shape.checked_numel();
+    const int64_t numel = untrusted_numel(t->shape);
     if (numel < 0) return invalid_file("element count of shape ", t->shape.to_string(), " overflows");
     const int64_t block = dtype_traits(t->dtype).block_size;
     if (block > 1 && (n_dims == 0 || t->ne[0] % uint64_t(block) != 0))

@@ -151,6 +151,8 @@ class GgufWriter {
   Result<std::vector<uint8_t>> to_bytes() const;
 
  private:
+  class Bytes;
+  static void put_value(Bytes& out, const GgufValue& v);
   template <typename Sink> Status emit(Sink& sink) const;
   uint32_t alignment_;
   std::vector<std::pair<std::string, GgufValue>> kvs_;

@@ -9,9 +9,7 @@
 
 namespace quill {
 
-namespace {
-
-class Bytes {
+class GgufWriter::Bytes {
  public:
   template <typename T>
   void put(T v) {
@@ -25,6 +23,7 @@ class Bytes {
   std::vector<uint8_t> buf;
 };
 
+namespace {
 uint64_t align_up(uint64_t x, uint64_t a) { return x + (a - x % a) % a; }
 
 }  // namespace
@@ -64,9 +63,7 @@ Status GgufWriter::add_tensor(const std::string& name, const Tensor& t) {
   return Status::ok();
 }
 
-namespace {
-
-void put_value(Bytes& out, const GgufValue& v) {
+void GgufWriter::put_value(Bytes& out, const GgufValue& v) {
   if (v.type() == GgufValueType::kString) {
     out.put_string(*v.as_string());
     return;
@@ -74,7 +71,9 @@ void put_value(Bytes& out, const GgufValue& v) {
   if (v.type() == GgufValueType::kArray) {
     out.put(uint32_t(v.elem_type()));
     out.put(uint64_t(v.array_size()));
-    for (size_t i = 0; i < v.array_size(); ++i) put_value(out, v.at(i));
+    // Numeric arrays are kept as their file bytes; writing those keeps every bit (NaN payloads).
+    if (gguf_value_type_size(v.elem_type())) out.buf.insert(out.buf.end(), v.raw_.begin(), v.raw_.end());
+    else for (const auto& item : v.items_) put_value(out, item);
     return;
   }
   // Scalars: the low bytes of the little-endian integer, or the float narrowed to its width.
@@ -89,8 +88,6 @@ void put_value(Bytes& out, const GgufValue& v) {
     out.buf.insert(out.buf.end(), p, p + n);
   }
 }
-
-}  // namespace
 
 template <typename Sink>
 Status GgufWriter::emit(Sink& sink) const {

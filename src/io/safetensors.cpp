@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "io/json_util.h"
+#include "io/shape_check.h"
 
 namespace quill {
 
@@ -82,7 +83,7 @@ Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e,
     dims.push_back(*dim);
   }
   info.shape = Shape(dims);
-  const int64_t numel = info.shape.checked_numel();
+  const int64_t numel = untrusted_numel(info.shape);
   if (numel < 0) return invalid_file("element count of shape ", info.shape.to_string(), " overflows");
   auto want_bytes = dtype_bytes_for(info.dtype, numel);
   if (!want_bytes) return invalid_file("byte size of shape ", info.shape.to_string(), " overflows");

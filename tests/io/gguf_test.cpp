@@ -258,6 +258,8 @@ TEST(GgufCorrupt, BadTensorInfos) {
   expect_error(parse_error(one_tensor({4}, 99, 0, 32)), {"tensor 'w'", "ggml type 99 (type 99)"});
   expect_error(parse_error(one_tensor({uint64_t(1) << 62, 8}, 0, 0, 32)), {"tensor 'w'", "overflows"});
   expect_error(parse_error(one_tensor({~uint64_t(0)}, 0, 0, 32)), {"tensor 'w'", "too large"});
+  // Found by gguf_fuzz: numel 0, but a view's strides (products of trailing dims) would overflow.
+  expect_error(parse_error(one_tensor({uint64_t(1) << 40, uint64_t(1) << 40, 0}, 0, 0, 32)), {"tensor 'w'", "overflows"});
   expect_error(parse_error(one_tensor({33}, 8, 0, 64)), {"tensor 'w'", "not a multiple of the q8_0 block size", "expected multiple of 32, found 33"});
   expect_error(parse_error(one_tensor({4}, 0, 4, 64)), {"tensor 'w'", "offset is not aligned", "expected multiple of 32, found 4"});
   expect_error(parse_error(one_tensor({16}, 0, 0, 32)), {"tensor 'w'", "outside the file", "expected end <= 32 (data section size), found end 64"});

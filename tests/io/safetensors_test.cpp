@@ -179,6 +179,8 @@ TEST(SafetensorsCorrupt, BadShapes) {
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[2305843009213693952],"data_offsets":[0,4]}})", "1234"),
                {"byte size of shape", "overflows"});
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,4]}})", "1234"), {"too large"});
+  // numel is 0, but the strides of a view (products of trailing dims) would overflow.
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})"), {"tensor 'w'", "overflows"});
 }
 
 TEST(SafetensorsCorrupt, BadOffsets) {
