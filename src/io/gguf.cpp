@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "io/gguf.h"
+#include "io/json_util.h"
 #include "io/shape_check.h"
 
 namespace quill {
@@ -209,7 +210,7 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
     auto v = a->as_uint();
     if (!v || *v == 0 || *v > kMaxAlignment || (*v & (*v - 1)) != 0)
       return invalid_file("general.alignment must be a power of two <= 2^30")
-          .with_file(path).with_expected_found("power of two", a->to_json().dump());
+          .with_file(path).with_expected_found("power of two", dump_json(a->to_json()).substr(0, 40));
     f->alignment_ = *v;
   }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "io/gguf.h"
+#include "io/json_util.h"
 
 namespace quill {
 
@@ -40,7 +41,7 @@ Status GgufWriter::add(const std::string& key, GgufValue value) {
     }
   if (key == "general.alignment" && !(value == GgufValue::u32(alignment_)))
     return invalid_argument("general.alignment is set by the GgufWriter constructor")
-        .with_expected_found(str_cat("uint32 ", alignment_), value.to_json().dump());
+        .with_expected_found(str_cat("uint32 ", alignment_), dump_json(value.to_json()).substr(0, 40));
   kvs_.emplace_back(key, std::move(value));
   return Status::ok();
 }

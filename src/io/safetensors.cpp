@@ -229,7 +229,12 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
     header[name] = {{"dtype", std::string(*dname)}, {"shape", t.shape().to_vector()}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
-  std::string text = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception&) {  // names and metadata must be valid UTF-8
+    return invalid_argument("a tensor name or metadata entry is not valid UTF-8").with_file(path);
+  }
   text.append((8 - text.size() % 8) % 8, ' ');  // data section starts 8-byte aligned
 
   const std::string tmp = str_cat(path, ".tmp", ::getpid());

@@ -243,6 +243,9 @@ TEST(GgufCorrupt, BadValues) {
   Raw align = header(0, 1);
   align.str("general.alignment").u32(uint32_t(GgufValueType::kU32)).u32(48);
   expect_error(parse_error(align), {"general.alignment must be a power of two", "found 48"});
+  Raw align_str = header(0, 1);  // not even a number, and not valid UTF-8 (must not throw)
+  align_str.str("general.alignment").u32(uint32_t(GgufValueType::kString)).str("\xff\xfe");
+  expect_error(parse_error(align_str), {"general.alignment must be a power of two"});
 }
 
 // One f32 tensor "w" of `ne`, type and offset as given, then `data_bytes` of data.

@@ -114,6 +114,7 @@ TEST(Safetensors, WriterRejectsBlockTypesAndDuplicates) {
                {"safetensors cannot hold dtype q8_0", "tensor 'q'"});
   const Tensor t = Tensor::empty(DType::kF32, {2});
   expect_error(write_safetensors(dir.file("b"), {{"x", t}, {"x", t}}), {"duplicate tensor name", "tensor 'x'"});
+  expect_error(write_safetensors(dir.file("c"), {{"bad\xff", t}}), {"not valid UTF-8"});
 }
 
 TEST(Safetensors, MisalignedTensorIsCopiedNotMisread) {
