@@ -92,8 +92,9 @@ void GgufWriter::put_value(Bytes& out, const GgufValue& v) {
 
 template <typename Sink>
 Status GgufWriter::emit(Sink& sink) const {
-  if (alignment_ == 0 || (alignment_ & (alignment_ - 1)) != 0)
-    return invalid_argument("GGUF alignment must be a power of two").with_expected_found("power of two", str_cat(alignment_));
+  if (alignment_ == 0 || alignment_ > kGgufMaxAlignment || (alignment_ & (alignment_ - 1)) != 0)
+    return invalid_argument("GGUF alignment must be a power of two <= ", kGgufMaxAlignment)
+        .with_expected_found("power of two", str_cat(alignment_));
   Bytes head;
   head.buf = {'G', 'G', 'U', 'F'};
   head.put(kGgufVersion);

@@ -188,6 +188,7 @@ TEST(Gguf, WriterRejectsWhatGgufCannotHold) {
   expect_error(w.add("general.alignment", GgufValue::u32(64)), {"general.alignment is set by the GgufWriter constructor"});
   expect_error(GgufValue::array(GgufValueType::kI32, {GgufValue::u8(1)}).status(), {"wrong type", "expected int32, found uint8"});
   expect_error(GgufWriter(3).to_bytes().status(), {"power of two"});
+  expect_error(GgufWriter(1u << 21).to_bytes().status(), {"power of two <= 1048576"});
 }
 
 // ---- corrupted and hostile files ----
@@ -246,6 +247,9 @@ TEST(GgufCorrupt, BadValues) {
   Raw align_str = header(0, 1);  // not even a number, and not valid UTF-8 (must not throw)
   align_str.str("general.alignment").u32(uint32_t(GgufValueType::kString)).str("\xff\xfe");
   expect_error(parse_error(align_str), {"general.alignment must be a power of two"});
+  Raw align_huge = header(0, 1);  // found by gguf_fuzz: a 400-byte file asking for 1 GiB alignment
+  align_huge.str("general.alignment").u32(uint32_t(GgufValueType::kU32)).u32(1u << 30);
+  expect_error(parse_error(align_huge), {"power of two <= 1048576", "found 1073741824"});
 }
 
 // One f32 tensor "w" of `ne`, type and offset as given, then `data_bytes` of data.
