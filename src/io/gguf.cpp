@@ -10,6 +10,8 @@
 
 #include "core/log.h"
 #include "io/gguf.h"
+#include "io/json_util.h"
+#include "io/shape_check.h"
 
 namespace quill {
 
@@ -18,7 +20,6 @@ namespace {
 // Smallest encodings, used to bound counts by the bytes left before anything is allocated.
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, one-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
-constexpr uint64_t kMaxAlignment = 1u << 30;
 
 uint64_t min_value_bytes(GgufValueType t) {
   if (t == GgufValueType::kString) return 8;
@@ -152,7 +153,7 @@ class GgufReaderImpl {
           .with_expected_found("f32, f16, bf16, f64, q8_0, i8..i64 or tq2_0_g128", ggml_type_name(t->ggml_type));
     t->dtype = *dtype;
     t->shape = Shape(dims);
-    const int64_t numel = t->shape.checked_numel();
+    const int64_t numel = untrusted_numel(t->shape);
     if (numel < 0) return invalid_file("element count of shape ", t->shape.to_string(), " overflows");
     const int64_t block = dtype_traits(t->dtype).block_size;
     if (block > 1 && (n_dims == 0 || t->ne[0] % uint64_t(block) != 0))
@@ -206,9 +207,9 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
 
   if (const GgufValue* a = f->find("general.alignment")) {
     auto v = a->as_uint();
-    if (!v || *v == 0 || *v > kMaxAlignment || (*v & (*v - 1)) != 0)
-      return invalid_file("general.alignment must be a power of two <= 2^30")
-          .with_file(path).with_expected_found("power of two", a->to_json().dump());
+    if (!v || *v == 0 || *v > kGgufMaxAlignment || (*v & (*v - 1)) != 0)
+      return invalid_file("general.alignment must be a power of two <= ", kGgufMaxAlignment)
+          .with_file(path).with_expected_found("power of two", dump_json(a->to_json()).substr(0, 40));
     f->alignment_ = *v;
   }
 
@@ -229,7 +230,7 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
 
   const uint64_t a = f->alignment_;
   const uint64_t infos_end = r_.pos();
-  const uint64_t data_start = infos_end + (a - infos_end % a) % a;  // no overflow: infos_end <= size, a <= 2^30
+  const uint64_t data_start = infos_end + (a - infos_end % a) % a;  // no overflow: infos_end <= size, a <= 2^20
   if (tensor_count > 0 && data_start > bytes.size)
     return invalid_file("truncated: the data section is missing")
         .with_file(path).with_expected_found(str_cat("data at offset ", data_start), str_cat("file of ", bytes.size, " bytes"));

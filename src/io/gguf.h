@@ -24,6 +24,7 @@ namespace quill {
 
 inline constexpr uint32_t kGgufVersion = 3;
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
+inline constexpr uint32_t kGgufMaxAlignment = 1u << 20;  // real files use 32..64 KiB; more is hostile
 inline constexpr int kGgufMaxDims = 4;         // ggml's GGML_MAX_DIMS
 inline constexpr int kGgufMaxArrayNesting = 8;  // arrays of arrays of ...
 
@@ -151,6 +152,8 @@ class GgufWriter {
   Result<std::vector<uint8_t>> to_bytes() const;
 
  private:
+  class Bytes;
+  static void put_value(Bytes& out, const GgufValue& v);
   template <typename Sink> Status emit(Sink& sink) const;
   uint32_t alignment_;
   std::vector<std::pair<std::string, GgufValue>> kvs_;

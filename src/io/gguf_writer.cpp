@@ -6,12 +6,11 @@
 #include <cstring>
 
 #include "io/gguf.h"
+#include "io/json_util.h"
 
 namespace quill {
 
-namespace {
-
-class Bytes {
+class GgufWriter::Bytes {
  public:
   template <typename T>
   void put(T v) {
@@ -25,6 +24,7 @@ class Bytes {
   std::vector<uint8_t> buf;
 };
 
+namespace {
 uint64_t align_up(uint64_t x, uint64_t a) { return x + (a - x % a) % a; }
 
 }  // namespace
@@ -41,7 +41,7 @@ Status GgufWriter::add(const std::string& key, GgufValue value) {
     }
   if (key == "general.alignment" && !(value == GgufValue::u32(alignment_)))
     return invalid_argument("general.alignment is set by the GgufWriter constructor")
-        .with_expected_found(str_cat("uint32 ", alignment_), value.to_json().dump());
+        .with_expected_found(str_cat("uint32 ", alignment_), dump_json(value.to_json()).substr(0, 40));
   kvs_.emplace_back(key, std::move(value));
   return Status::ok();
 }
@@ -64,9 +64,7 @@ Status GgufWriter::add_tensor(const std::string& name, const Tensor& t) {
   return Status::ok();
 }
 
-namespace {
-
-void put_value(Bytes& out, const GgufValue& v) {
+void GgufWriter::put_value(Bytes& out, const GgufValue& v) {
   if (v.type() == GgufValueType::kString) {
     out.put_string(*v.as_string());
     return;
@@ -74,7 +72,9 @@ void put_value(Bytes& out, const GgufValue& v) {
   if (v.type() == GgufValueType::kArray) {
     out.put(uint32_t(v.elem_type()));
     out.put(uint64_t(v.array_size()));
-    for (size_t i = 0; i < v.array_size(); ++i) put_value(out, v.at(i));
+    // Numeric arrays are kept as their file bytes; writing those keeps every bit (NaN payloads).
+    if (gguf_value_type_size(v.elem_type())) out.buf.insert(out.buf.end(), v.raw_.begin(), v.raw_.end());
+    else for (const auto& item : v.items_) put_value(out, item);
     return;
   }
   // Scalars: the low bytes of the little-endian integer, or the float narrowed to its width.
@@ -90,12 +90,11 @@ void put_value(Bytes& out, const GgufValue& v) {
   }
 }
 
-}  // namespace
-
 template <typename Sink>
 Status GgufWriter::emit(Sink& sink) const {
-  if (alignment_ == 0 || (alignment_ & (alignment_ - 1)) != 0)
-    return invalid_argument("GGUF alignment must be a power of two").with_expected_found("power of two", str_cat(alignment_));
+  if (alignment_ == 0 || alignment_ > kGgufMaxAlignment || (alignment_ & (alignment_ - 1)) != 0)
+    return invalid_argument("GGUF alignment must be a power of two <= ", kGgufMaxAlignment)
+        .with_expected_found("power of two", str_cat(alignment_));
   Bytes head;
   head.buf = {'G', 'G', 'U', 'F'};
   head.put(kGgufVersion);

@@ -182,6 +182,17 @@ class ModelFilesLoader {
       m_.format_ = "gguf";
       return add_gguf(f);
     }
+    if (fs::is_regular_file(dir / "model_index.json", ec)) {
+      std::vector<std::string> parts;
+      for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.is_directory(ec) && fs::is_regular_file(e.path() / "config.json", ec)) parts.push_back(e.path().filename().string());
+      std::sort(parts.begin(), parts.end());
+      std::string list;
+      for (const auto& p : parts) list += (list.empty() ? "" : ", ") + p;
+      return not_found("this is a diffusers pipeline folder (model_index.json); pass one of its model folders",
+                       list.empty() ? "" : ": " + list)
+          .with_file(dir.string());
+    }
     return not_found("no weights in the folder (looked for diffusion_pytorch_model.safetensors, model.safetensors, "
                      "*.safetensors.index.json, *.safetensors, *.gguf)")
         .with_file(dir.string());

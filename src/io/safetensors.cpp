@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "io/json_util.h"
+#include "io/shape_check.h"
 
 namespace quill {
 
@@ -82,7 +83,7 @@ Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e,
     dims.push_back(*dim);
   }
   info.shape = Shape(dims);
-  const int64_t numel = info.shape.checked_numel();
+  const int64_t numel = untrusted_numel(info.shape);
   if (numel < 0) return invalid_file("element count of shape ", info.shape.to_string(), " overflows");
   auto want_bytes = dtype_bytes_for(info.dtype, numel);
   if (!want_bytes) return invalid_file("byte size of shape ", info.shape.to_string(), " overflows");
@@ -228,7 +229,12 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
     header[name] = {{"dtype", std::string(*dname)}, {"shape", t.shape().to_vector()}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
-  std::string text = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const nlohmann::json::exception&) {  // names and metadata must be valid UTF-8
+    return invalid_argument("a tensor name or metadata entry is not valid UTF-8").with_file(path);
+  }
   text.append((8 - text.size() % 8) % 8, ' ');  // data section starts 8-byte aligned
 
   const std::string tmp = str_cat(path, ".tmp", ::getpid());

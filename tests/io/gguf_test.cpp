@@ -188,6 +188,7 @@ TEST(Gguf, WriterRejectsWhatGgufCannotHold) {
   expect_error(w.add("general.alignment", GgufValue::u32(64)), {"general.alignment is set by the GgufWriter constructor"});
   expect_error(GgufValue::array(GgufValueType::kI32, {GgufValue::u8(1)}).status(), {"wrong type", "expected int32, found uint8"});
   expect_error(GgufWriter(3).to_bytes().status(), {"power of two"});
+  expect_error(GgufWriter(1u << 21).to_bytes().status(), {"power of two <= 1048576"});
 }
 
 // ---- corrupted and hostile files ----
@@ -243,6 +244,12 @@ TEST(GgufCorrupt, BadValues) {
   Raw align = header(0, 1);
   align.str("general.alignment").u32(uint32_t(GgufValueType::kU32)).u32(48);
   expect_error(parse_error(align), {"general.alignment must be a power of two", "found 48"});
+  Raw align_str = header(0, 1);  // not even a number, and not valid UTF-8 (must not throw)
+  align_str.str("general.alignment").u32(uint32_t(GgufValueType::kString)).str("\xff\xfe");
+  expect_error(parse_error(align_str), {"general.alignment must be a power of two"});
+  Raw align_huge = header(0, 1);  // found by gguf_fuzz: a 400-byte file asking for 1 GiB alignment
+  align_huge.str("general.alignment").u32(uint32_t(GgufValueType::kU32)).u32(1u << 30);
+  expect_error(parse_error(align_huge), {"power of two <= 1048576", "found 1073741824"});
 }
 
 // One f32 tensor "w" of `ne`, type and offset as given, then `data_bytes` of data.
@@ -258,6 +265,8 @@ TEST(GgufCorrupt, BadTensorInfos) {
   expect_error(parse_error(one_tensor({4}, 99, 0, 32)), {"tensor 'w'", "ggml type 99 (type 99)"});
   expect_error(parse_error(one_tensor({uint64_t(1) << 62, 8}, 0, 0, 32)), {"tensor 'w'", "overflows"});
   expect_error(parse_error(one_tensor({~uint64_t(0)}, 0, 0, 32)), {"tensor 'w'", "too large"});
+  // Found by gguf_fuzz: numel 0, but a view's strides (products of trailing dims) would overflow.
+  expect_error(parse_error(one_tensor({uint64_t(1) << 40, uint64_t(1) << 40, 0}, 0, 0, 32)), {"tensor 'w'", "overflows"});
   expect_error(parse_error(one_tensor({33}, 8, 0, 64)), {"tensor 'w'", "not a multiple of the q8_0 block size", "expected multiple of 32, found 33"});
   expect_error(parse_error(one_tensor({4}, 0, 4, 64)), {"tensor 'w'", "offset is not aligned", "expected multiple of 32, found 4"});
   expect_error(parse_error(one_tensor({16}, 0, 0, 32)), {"tensor 'w'", "outside the file", "expected end <= 32 (data section size), found end 64"});

@@ -159,6 +159,14 @@ TEST(ModelFiles, MissingThings) {
   TempDir dir;
   expect_error(ModelFiles::open(dir.file("nope")).status(), {"nope", "no such file or folder"});
   expect_error(ModelFiles::open(dir.path().string()).status(), {"no weights in the folder"});
+  {
+    TempDir pipeline;
+    write_bytes(pipeline.file("model_index.json"), R"({"_class_name": "StableDiffusion3Pipeline"})");
+    write_bytes(pipeline.file("vae/config.json"), "{}");
+    write_bytes(pipeline.file("transformer/config.json"), "{}");
+    expect_error(ModelFiles::open(pipeline.path().string()).status(),
+                 {"diffusers pipeline folder", "pass one of its model folders: transformer, vae"});
+  }
   write_st(dir.file("a.safetensors"), {"x"});
   write_st(dir.file("b.safetensors"), {"x"});
   expect_error(ModelFiles::open(dir.path().string()).status(), {"several candidate weight files", "a.safetensors, b.safetensors"});

@@ -114,6 +114,7 @@ TEST(Safetensors, WriterRejectsBlockTypesAndDuplicates) {
                {"safetensors cannot hold dtype q8_0", "tensor 'q'"});
   const Tensor t = Tensor::empty(DType::kF32, {2});
   expect_error(write_safetensors(dir.file("b"), {{"x", t}, {"x", t}}), {"duplicate tensor name", "tensor 'x'"});
+  expect_error(write_safetensors(dir.file("c"), {{"bad\xff", t}}), {"not valid UTF-8"});
 }
 
 TEST(Safetensors, MisalignedTensorIsCopiedNotMisread) {
@@ -179,6 +180,8 @@ TEST(SafetensorsCorrupt, BadShapes) {
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[2305843009213693952],"data_offsets":[0,4]}})", "1234"),
                {"byte size of shape", "overflows"});
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,4]}})", "1234"), {"too large"});
+  // numel is 0, but the strides of a view (products of trailing dims) would overflow.
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})"), {"tensor 'w'", "overflows"});
 }
 
 TEST(SafetensorsCorrupt, BadOffsets) {
