@@ -34,7 +34,7 @@ TEST(ImageGenerator, SameSeedSameImageDifferentSeedDifferentImage) {
   EXPECT_EQ(a->rgb[0].size(), 16u * 16u * 3u);
   EXPECT_EQ(a->rgb, b->rgb);
   EXPECT_NE(a->rgb, c->rgb);
-  o.width = 12;  // not a multiple of the VAE factor x patch
+  o.width = 13;  // not a multiple of the VAE factor (2) x patch (1)
   auto bad = (*gen)->generate(cond, &neg, o);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().message().find("multiple of 2"), std::string::npos) << bad.status().to_string();
