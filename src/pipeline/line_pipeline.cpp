@@ -1,0 +1,103 @@
+#include "pipeline/line_pipeline.h"
+
+#include <chrono>
+#include <map>
+
+#include "pipeline/line_sampler.h"
+
+namespace quill {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+Result<std::unique_ptr<LinePipeline>> LinePipeline::open(const std::string& model_dir, const std::string& font_path,
+                                                         ThreadPool& pool) {
+  auto p = std::make_unique<LinePipeline>();
+  QUILL_ASSIGN_OR_RETURN(p->engine_, open_line_engine(model_dir, pool));
+  const LineModelConfig& c = p->engine_->model().config();
+  if (c.in_channels != c.out_channels || c.glyph_channels != 1 || c.downscale != 1)
+    return unsupported("this line pipeline samples in pixel space with one glyph channel (in_channels == out_channels, "
+                       "glyph_channels 1, downscale 1); the model config asks for in ", c.in_channels, ", out ",
+                       c.out_channels, ", glyph ", c.glyph_channels, ", downscale ", c.downscale)
+        .with_file(model_dir);
+  QUILL_ASSIGN_OR_RETURN(p->renderer_, GlyphLineRenderer::create(font_path));
+  return p;
+}
+
+Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::string>& texts, const std::string& style_path,
+                                                      const LineOptions& o, int max_batch, LineTimings* timings,
+                                                      const std::function<void(int, int)>& on_line) {
+  const LineModelConfig& c = engine_->model().config();
+  LineTimings t;
+  if (texts.empty()) return invalid_argument("no lines to render");
+  if (max_batch < 1) return invalid_argument("max batch must be positive");
+
+  // Style embedding (shared by every line of the request).
+  std::vector<float> style;
+  if (!style_path.empty()) {
+    if (!style_) return unsupported("this model has no style encoder (no style_encoder/ folder), so --style cannot be used");
+    const auto t0 = std::chrono::steady_clock::now();
+    QUILL_ASSIGN_OR_RETURN(style, style_->embed(style_path));
+    if (int64_t(style.size()) != c.style_dim)
+      return internal_error("style encoder returned ", style.size(), " values, the model expects ", c.style_dim);
+    t.style_ms = ms_since(t0);
+  }
+
+  // Render every line, then group by bucket.
+  std::vector<GlyphLine> glyphs(texts.size());
+  std::map<int64_t, std::vector<size_t>> by_width;
+  const auto t_render = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto g = renderer_->render(texts[i], c.line_height, c.max_line_width, c.downscale, c.patch_size, o.overflow);
+    if (!g) return g.take_status().with_context(str_cat("line ", i + 1));
+    glyphs[i] = std::move(g.value());
+    by_width[glyphs[i].bucket.latent_width].push_back(i);
+  }
+  t.render_ms = ms_since(t_render);
+
+  std::vector<LineImage> out(texts.size());
+  const auto t_sample = std::chrono::steady_clock::now();
+  int done = 0;
+  const int64_t H = c.line_height;
+  for (const auto& [width, idx] : by_width) {
+    for (size_t start = 0; start < idx.size(); start += size_t(max_batch)) {
+      const int64_t B = int64_t(std::min(idx.size() - start, size_t(max_batch)));
+      std::vector<float> g(static_cast<size_t>(B * H * width)), s;
+      for (int64_t b = 0; b < B; ++b)
+        glyphs_to_model_input(glyphs[idx[start + size_t(b)]].gray.data(), H, width, 1, g.data() + b * H * width);
+      if (!style.empty())
+        for (int64_t b = 0; b < B; ++b) s.insert(s.end(), style.begin(), style.end());
+      LineSampleRequest r;
+      r.batch = B;
+      r.latent_w = width;
+      r.glyphs = g.data();
+      r.style = s.empty() ? nullptr : s.data();
+      r.guidance_scale = s.empty() ? 1.0f : o.guidance_scale;  // without a style there is nothing to guide
+      r.steps = o.steps;
+      r.shift = o.shift;
+      r.seed = o.seed + start * 7919 + uint64_t(width);
+      std::vector<float> x;
+      QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x));
+      for (int64_t b = 0; b < B; ++b) {
+        const size_t i = idx[start + size_t(b)];
+        LineImage& li = out[i];
+        li.text = texts[i];
+        li.width = width;
+        li.height = H;
+        li.bucket = glyphs[i].bucket;
+        li.gray.resize(static_cast<size_t>(H * width));
+        line_output_to_gray(x.data() + b * H * width, H * width, li.gray.data());
+        if (on_line) on_line(++done, int(texts.size()));
+      }
+    }
+  }
+  t.sample_ms = ms_since(t_sample);
+  t.lines = int(texts.size());
+  if (timings) *timings = t;
+  return out;
+}
+
+}  // namespace quill

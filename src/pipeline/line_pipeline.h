@@ -1,0 +1,68 @@
+// The handwriting line studio's pipeline: text -> glyph line (FreeType + HarfBuzz) -> width bucket
+// -> line model sampling (flow matching, CFG as one 2x batch) -> gray line image. A style
+// reference image, when given, is embedded by the model's style encoder (a Dinov2-architecture
+// ViT stored in <model>/style_encoder/). Lines of one bucket share one compiled plan.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/flow_sampler.h"
+#include "runtime/line_engine.h"
+#include "text/glyph_line.h"
+
+namespace quill {
+
+// Turns a style reference image into the model's style embedding [style_dim].
+class StyleEncoder {
+ public:
+  virtual ~StyleEncoder() = default;
+  virtual Result<std::vector<float>> embed(const std::string& image_path) = 0;
+};
+
+struct LineOptions {
+  int steps = 20;
+  float guidance_scale = 2.0f;
+  float shift = 1.0f;
+  uint64_t seed = 0;
+  OverflowPolicy overflow = OverflowPolicy::kError;
+};
+
+struct LineImage {
+  std::string text;
+  int64_t width = 0, height = 0;
+  std::vector<uint8_t> gray;  // [height, width]
+  WidthBucket bucket;
+};
+
+struct LineTimings {
+  double render_ms = 0, style_ms = 0, sample_ms = 0;
+  int lines = 0;
+};
+
+class LinePipeline {
+ public:
+  // `model_dir`: config.json + model.safetensors of the line model (+ style_encoder/ optional).
+  static Result<std::unique_ptr<LinePipeline>> open(const std::string& model_dir, const std::string& font_path,
+                                                    ThreadPool& pool);
+
+  // Renders `texts` in the style of `style_path` (empty: no style, unconditional). Lines are
+  // grouped by width bucket and sampled up to `max_batch` at a time, so each bucket's plan is
+  // built once. Results are in input order.
+  Result<std::vector<LineImage>> generate(const std::vector<std::string>& texts, const std::string& style_path,
+                                          const LineOptions& options, int max_batch = 8, LineTimings* timings = nullptr,
+                                          const std::function<void(int done, int total)>& on_line = nullptr);
+
+  LineEngine& engine() { return *engine_; }
+  GlyphLineRenderer& renderer() { return *renderer_; }
+  void set_style_encoder(std::unique_ptr<StyleEncoder> enc) { style_ = std::move(enc); }
+
+ private:
+  std::unique_ptr<LineEngine> engine_;
+  std::unique_ptr<GlyphLineRenderer> renderer_;
+  std::unique_ptr<StyleEncoder> style_;
+};
+
+}  // namespace quill
