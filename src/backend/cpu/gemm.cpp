@@ -1,6 +1,9 @@
 #include "backend/cpu/gemm.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #if defined(QUILL_HAVE_OPENBLAS)
 #include <cblas.h>
@@ -71,10 +74,25 @@ bool have_blas() {
 #endif
 }
 
+// Two ways to use OpenBLAS's threads: let it thread each call itself ("openblas"), or keep it
+// single-threaded and split N across Quill's pool ("pool", the default). With "openblas", its
+// workers spin (sched_yield) after every call and steal the cores from Quill's own threaded ops
+// (attention, norms) that run between GEMMs; "pool" keeps one set of threads for everything.
+// QUILL_BLAS_THREADS=openblas switches back for A/B checks.
+namespace {
+bool blas_split_in_pool() {
+  static const bool split = [] {
+    const char* e = std::getenv("QUILL_BLAS_THREADS");
+    return !(e && std::string(e) == "openblas");
+  }();
+  return split;
+}
+}  // namespace
+
 void sync_blas_threads(const ThreadPool& pool) {
 #if defined(QUILL_HAVE_OPENBLAS)
   static std::atomic<int> current{0};
-  const int n = pool.num_threads();
+  const int n = blas_split_in_pool() ? 1 : pool.num_threads();
   if (current.load(std::memory_order_relaxed) != n) {
     openblas_set_num_threads(n);
     current.store(n, std::memory_order_relaxed);
@@ -89,8 +107,22 @@ void sgemm_nt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, cons
 #if defined(QUILL_HAVE_OPENBLAS)
   if (M <= 0 || N <= 0) return;
   sync_blas_threads(pool);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(N), blasint(K), 1.0f, A, blasint(lda), B,
-              blasint(ldb), accumulate ? 1.0f : 0.0f, C, blasint(ldc));
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const int64_t T = pool.num_threads();
+  if (!blas_split_in_pool() || T == 1 || N < 32 * T) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(N), blasint(K), 1.0f, A, blasint(lda), B,
+                blasint(ldb), beta, C, blasint(ldc));
+    return;
+  }
+  // One slice of output columns per thread, 16-aligned so vector stores stay aligned.
+  const int64_t chunk = (N / T + 15) / 16 * 16;
+  pool.run_on_all([&](int t) {
+    const int64_t n0 = int64_t(t) * chunk;
+    const int64_t nn = std::min(N, n0 + chunk) - n0;
+    if (nn <= 0) return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blasint(M), blasint(nn), blasint(K), 1.0f, A, blasint(lda),
+                B + n0 * ldb, blasint(ldb), beta, C + n0, blasint(ldc));
+  });
 #else
   sgemm_nt_portable(M, N, K, A, lda, B, ldb, C, ldc, accumulate, pool);
 #endif
