@@ -1,0 +1,24 @@
+// The line model's style encoder: a Dinov2-architecture ViT (transformers' Dinov2Model) over the
+// style reference resized to its image size and ImageNet-normalised; the embedding is the pooled
+// (layer-normed CLS) output. Lives in <line model>/style_encoder/.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/dinov2.h"
+#include "pipeline/line_pipeline.h"
+
+namespace quill {
+
+class Dinov2StyleEncoder final : public StyleEncoder {
+ public:
+  // Null (and ok) when `<model_dir>/style_encoder/config.json` does not exist.
+  static Result<std::unique_ptr<StyleEncoder>> open_if_present(const std::string& model_dir, ThreadPool& pool);
+  Result<std::vector<float>> embed(const std::string& image_path) override;
+
+ private:
+  std::unique_ptr<Dinov2Encoder> encoder_;
+};
+
+}  // namespace quill
