@@ -1,5 +1,6 @@
 #include "models/dinov2.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 

@@ -1,18 +1,40 @@
-// 0.5 x (1 + erf(x / sqrt 2)) is evaluated as 0.5 x erfc(-x / sqrt 2): the same function, without
-// the cancellation in 1 + erf(.) for negative x, so small negative outputs keep full relative
-// precision. libm's erfcf is scalar; the encoder spends little time here next to its GEMMs.
 #include "backend/cpu/gelu_erf.h"
 
-#include <cmath>
+#include "backend/cpu/vec_math.h"
+#include "core/cpu_features.h"
 
 namespace quill::cpu {
 
+namespace scalar {
+
+void gelu_erf(float* x, int64_t n) {
+  using namespace gelu_erf_detail;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float z = v * kNegInvSqrt2;
+    const float a = z < 0.0f ? -z : z;
+    const float t = 1.0f / (1.0f + 0.5f * a);
+    float p = kP[9];
+    for (int j = 8; j >= 0; --j) p = p * t + kP[j];
+    const float e = t * vmath::exp_approx(p - a * a);  // erfc(a)
+    x[i] = 0.5f * v * (z < 0.0f ? 2.0f - e : e);
+  }
+}
+
+}  // namespace scalar
+
 void gelu_erf(float* x, int64_t n, ThreadPool& pool) {
-  constexpr float kInvSqrt2 = 0.70710678118654752f;
-  constexpr int64_t kChunk = 1 << 13;
+  using Fn = void (*)(float*, int64_t);
+  Fn fn = scalar::gelu_erf;
+#if defined(__x86_64__)
+  if (cpu_isa() == CpuIsa::kAvx512) fn = avx512::gelu_erf;
+  else if (cpu_isa() == CpuIsa::kAvx2) fn = avx2::gelu_erf;
+#endif
+  constexpr int64_t kChunk = 1 << 14;
   pool.parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kChunk;
     const int64_t hi = e * kChunk < n ? e * kChunk : n;
-    for (int64_t i = b * kChunk; i < hi; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * kInvSqrt2);
+    fn(x + lo, hi - lo);
   });
 }
 
