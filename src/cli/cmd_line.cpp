@@ -70,7 +70,7 @@ int run(const Options& o) {
     std::string path = o.output;
     if (lines->size() > 1) {
       const auto dot = path.rfind('.');
-      char num[16];
+      char num[32];
       std::snprintf(num, sizeof(num), "_%04zu", i);
       path = (dot == std::string::npos ? path : path.substr(0, dot)) + num + (dot == std::string::npos ? ".png" : path.substr(dot));
     }
