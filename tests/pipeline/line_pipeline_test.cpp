@@ -1,0 +1,111 @@
+// The line pipeline end to end on the random-weight test line model (tests/fixtures/line/model)
+// with the tiny Dinov2 fixture as its style encoder: plan reuse per bucket, CFG as one 2x batch,
+// determinism, and every user-facing error.
+#include "pipeline/line_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/image.h"
+#include "pipeline/style_encoder_dinov2.h"
+#include "support/test_util.h"
+
+namespace quill {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A model folder: the test line model plus the 24-wide Dinov2 fixture as style_encoder/.
+std::string model_with_style() {
+  const fs::path dir = fs::temp_directory_path() / "quill_line_model_test";
+  fs::create_directories(dir / "style_encoder");
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(test::fixture(std::string("line/model/") + f), dir / f, fs::copy_options::overwrite_existing);
+    fs::copy_file(test::fixture(std::string("dinov2/swiglu/") + f), dir / "style_encoder" / f,
+                  fs::copy_options::overwrite_existing);
+  }
+  return dir.string();
+}
+
+std::string style_png() {
+  const std::string path = (fs::temp_directory_path() / "quill_style_ref.png").string();
+  Image img{40, 20, 3, std::vector<uint8_t>(40 * 20 * 3)};
+  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t((i * 37) % 251);
+  EXPECT_TRUE(write_png(path, img).is_ok());
+  return path;
+}
+
+std::unique_ptr<LinePipeline> open_pipeline(ThreadPool& pool, const std::string& dir) {
+  auto p = LinePipeline::open(dir, "", pool);
+  EXPECT_TRUE(p.is_ok()) << p.status().to_string();
+  if (!p.is_ok()) return nullptr;
+  auto enc = Dinov2StyleEncoder::open_if_present(dir, pool);
+  EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
+  if (enc.is_ok() && *enc) (*p)->set_style_encoder(std::move(enc.value()));
+  return std::move(p.value());
+}
+
+TEST(LinePipeline, OnePlanPerBucketCfgAsOneBatchDeterministic) {
+  ThreadPool pool(2);
+  auto p = open_pipeline(pool, model_with_style());
+  ASSERT_TRUE(p);
+  LineOptions o;
+  o.steps = 3;
+  o.guidance_scale = 2.0f;
+  // "abc" and "abd" fall in the same bucket; "a much longer line" in another.
+  auto a = p->generate({"abc", "a much longer line", "abd"}, style_png(), o, /*max_batch=*/1);
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  ASSERT_EQ(a->size(), 3u);
+  EXPECT_EQ((*a)[0].width, (*a)[2].width);
+  EXPECT_NE((*a)[0].width, (*a)[1].width);
+  EXPECT_EQ(p->engine().plan_stats().builds, 2u);  // two buckets, two plans
+  // Guidance on: every forward ran at batch 2 (uncond + cond stacked), never two batch-1 forwards.
+  EXPECT_TRUE(p->engine().plan({2, (*a)[0].width}).is_ok());
+  EXPECT_EQ(p->engine().plan_stats().builds, 2u);
+  auto b = p->generate({"abc", "a much longer line", "abd"}, style_png(), o, 1);
+  ASSERT_TRUE(b.is_ok());
+  EXPECT_EQ((*a)[0].gray, (*b)[0].gray);  // same seed, same pixels
+  o.seed = 5;
+  auto c = p->generate({"abc"}, style_png(), o, 1);
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_NE((*a)[0].gray, (*c)[0].gray);
+}
+
+TEST(LinePipeline, ClearErrors) {
+  ThreadPool pool(1);
+  const std::string dir = model_with_style();
+  auto p = open_pipeline(pool, dir);
+  ASSERT_TRUE(p);
+  LineOptions o;
+  o.steps = 1;
+  auto expect_error = [&](const std::vector<std::string>& texts, const std::string& style, const std::string& needle) {
+    auto r = p->generate(texts, style, o);
+    ASSERT_FALSE(r.is_ok()) << needle;
+    EXPECT_NE(r.status().to_string().find(needle), std::string::npos) << r.status().to_string();
+  };
+  expect_error({"  "}, "", "the text is empty");
+  expect_error({"\xe6\xbc\xa2\xe5\xad\x97"}, "", "no glyph for any character");
+  expect_error({std::string(300, 'W')}, "", "max line width is 256");
+  expect_error({"abc"}, "/nonexistent/style.png", "/nonexistent/style.png");
+  const std::string empty = (fs::temp_directory_path() / "quill_empty.png").string();
+  std::ofstream(empty).close();
+  expect_error({"abc"}, empty, "quill_empty.png");
+  const std::string junk = (fs::temp_directory_path() / "quill_junk.png").string();
+  std::ofstream(junk) << "this is not an image";
+  expect_error({"abc"}, junk, "quill_junk.png");
+  expect_error({}, "", "no lines");
+  auto no_font = LinePipeline::open(dir, "/nonexistent/font.ttf", pool);
+  ASSERT_FALSE(no_font.is_ok());
+  EXPECT_NE(no_font.status().to_string().find("font file does not exist"), std::string::npos);
+  // A model without a style encoder refuses --style instead of ignoring it.
+  auto plain = LinePipeline::open(test::fixture("line/model"), "", pool);
+  ASSERT_TRUE(plain.is_ok());
+  auto r = (*plain)->generate({"abc"}, style_png(), o);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("no style encoder"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace quill
