@@ -101,3 +101,10 @@ out("config_json_fuzz", "index", json.dumps({
     "metadata": {"total_size": 123}, "weight_map": {"a.weight": "m-00001-of-00002.safetensors", "b": "m-00002-of-00002.safetensors"},
 }).encode())
 out("config_json_fuzz", "strings", '{"s": "h\\u00e9llo \\ud83d\\ude00 \\"q\\" \\n", "n": [-0, 1e-7, 18446744073709551615, -9223372036854775808]}'.encode())
+
+# ---- images: the small PNG/JPEG test fixtures (tools/make_image_fixtures.py) ----
+os.makedirs(os.path.join(here, "corpus", "image_fuzz"), exist_ok=True)
+images = os.path.join(here, "..", "tests", "fixtures", "image")
+for name in ("src_gray.png", "gray_alpha.png", "rgba.png", "palette_trns.png", "gray16.png", "bilevel.png",
+             "rgb.jpg", "gray.jpg", "cmyk.jpg"):
+    shutil.copy(os.path.join(images, name), os.path.join(here, "corpus", "image_fuzz", name))

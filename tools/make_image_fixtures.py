@@ -57,7 +57,7 @@ def main():
     resizes = []
     for name, arr in (("src_rgb.png", rgb), ("src_gray.png", gray)):
         im = Image.fromarray(arr)
-        for w, h in ((8, 6), (37, 29), (8, 29), (23, 5), (5, 17), (1, 1), (3, 40), (11, 9)):
+        for w, h in ((8, 6), (37, 29), (8, 29), (23, 5), (5, 17), (1, 1), (3, 40), (11, 9), (20, 3), (30, 2)):
             r = im.resize((w, h), Image.BILINEAR)
             resizes.append({"src": name, "w": w, "h": h, "pixels": flat(np.asarray(r))})
     exp["resize"] = resizes

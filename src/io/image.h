@@ -41,9 +41,9 @@ Image to_gray(const Image& img);
 // RGB: gray replicated, alpha composited over white.
 Image to_rgb(const Image& img);
 
-// Matches PIL `Image.resize((w, h), Image.BILINEAR)` bit for bit on gray and RGB images: a
-// triangle filter whose support grows with the downscale factor (antialiasing), separable,
-// horizontal pass then vertical, 8-bit intermediate. Channels are filtered independently
+// Matches PIL `Image.resize((w, h), Image.BILINEAR)` (Pillow 13) bit for bit on gray and RGB
+// images: a triangle filter whose support grows with the downscale factor (antialiasing),
+// separable, two passes with an 8-bit intermediate, in Pillow's pass order. Channels are filtered independently
 // (PIL premultiplies alpha for RGBA; we do not). w and h must be >= 1.
 Image resize_antialiased(const Image& img, int w, int h);
 

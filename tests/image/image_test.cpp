@@ -171,9 +171,7 @@ TEST(ImageRead, TruncatedAndCorrupt) {
   for (size_t keep : {size_t(3), size_t(30), jpg.size() / 2, jpg.size() - 2}) {
     const std::string p = dir.file("trunc.jpg");
     write_bytes(p, std::vector<uint8_t>(jpg.begin(), jpg.begin() + std::ptrdiff_t(keep)));
-    const Status s = read_image(p).status();
-    EXPECT_EQ(s.code(), ErrorCode::kInvalidFile) << keep << ": " << s.to_string();
-    EXPECT_NE(s.to_string().find("trunc.jpg"), std::string::npos) << s.to_string();
+    expect_error(read_image(p).status(), ErrorCode::kInvalidFile, "trunc.jpg", "truncated JPEG");
   }
   std::vector<uint8_t> junk = {0xff, 0xd8, 0xff, 0xe0, 0x00, 0x02};
   for (int i = 0; i < 64; ++i) junk.push_back(uint8_t(i * 13));
@@ -197,8 +195,9 @@ TEST(ImageOps, ResizeMatchesPillow) {
     const int w = c["w"], h = c["h"];
     const Image out = resize_antialiased(src, w, h);
     expect_shape(out, w, h, src.channels);
+    // Bit-exact with the Pillow 13 that made the fixture (older Pillow differs by <= 1).
     const int d = max_abs_diff(out.pixels, bytes_of(c["pixels"]));
-    EXPECT_LE(d, 1) << c["src"] << " -> " << w << "x" << h;
+    EXPECT_EQ(d, 0) << c["src"] << " -> " << w << "x" << h;
     worst = std::max(worst, d);
   }
   RecordProperty("max_abs_diff", worst);
