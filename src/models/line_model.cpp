@@ -11,7 +11,6 @@ namespace quill {
 
 namespace {
 constexpr float kEps = 1e-6f;
-constexpr int64_t kTimeChannels = 256;
 }  // namespace
 
 Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, const std::string& source) {
@@ -76,10 +75,7 @@ Result<std::unique_ptr<LineModel>> LineModel::load(std::shared_ptr<ModelFiles> f
   const ModelFiles& f = *files;
   QUILL_ASSIGN_OR_RETURN(m->x_embedder, load_linear(f, "x_embedder", c.in_channels * p * p, D, true));
   QUILL_ASSIGN_OR_RETURN(m->content_embedder, load_linear(f, "content_embedder", c.glyph_channels * c.latent_height() * p, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->time_linear_1, load_linear(f, "time_text_embed.timestep_embedder.linear_1", kTimeChannels, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->time_linear_2, load_linear(f, "time_text_embed.timestep_embedder.linear_2", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->style_linear_1, load_linear(f, "time_text_embed.text_embedder.linear_1", c.style_dim, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->style_linear_2, load_linear(f, "time_text_embed.text_embedder.linear_2", D, D, true));
+  QUILL_ASSIGN_OR_RETURN(m->time_text_embed, TimeTextEmbed::load(f, D, c.style_dim));
   QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(f, "norm_out.linear", D, 2 * D, true));
   QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(f, "proj_out", D, p * p * c.out_channels, true));
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -116,16 +112,16 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   alloc(j.q, B * S * D); alloc(j.k, B * S * D); alloc(j.v, B * S * D); alloc(j.attn, B * S * D);
   alloc(j.tmp_x, B * N * D); alloc(j.tmp_c, B * T * D);
   alloc(j.ff, B * std::max(N, T) * 4 * D);
-  alloc(o.temb, B * D); alloc(o.tproj, B * kTimeChannels); alloc(o.pooled_h, B * D);
+  alloc(o.temb, B * D); alloc(o.tproj, B * TimeTextEmbed::kTimeChannels); alloc(o.pooled_h, B * D);
   alloc(o.patches, B * N * cfg_.in_channels * p * p);
   alloc(o.columns, B * T * cfg_.glyph_channels * Hl * p);
   alloc(o.out, B * N * p * p * cfg_.out_channels);
   alloc(o.rope_cos, S * cfg_.attention_head_dim / 2);
   alloc(o.rope_sin, S * cfg_.attention_head_dim / 2);
   size_t lin = 0;
-  for (const Linear* l : {&x_embedder, &content_embedder, &time_linear_1, &time_linear_2, &style_linear_1,
-                          &style_linear_2, &norm_out, &proj_out})
+  for (const Linear* l : {&x_embedder, &content_embedder, &norm_out, &proj_out})
     lin = std::max(lin, CpuBackend::linear_scratch_floats(l->weight, pool));
+  lin = std::max(lin, time_text_embed.linear_scratch_floats(pool));
   for (const JointBlock& blk : blocks) lin = std::max(lin, joint_block_linear_scratch(blk, pool));
   o.scratch.linear_floats = lin;
   o.scratch.attention_floats = CpuBackend::attention_scratch_floats(S, cfg_.attention_head_dim, pool);
@@ -143,17 +139,8 @@ Status LineModel::forward(const LineBucket& b, const float* hidden_states, const
   const JointBuffers& j = w.joint;
   ops.set_scratch(w.scratch);
 
-  // time_text_embed(timestep, style): [B, D]; every adaLN linear takes SiLU of it.
-  timestep_sinusoid(timestep, B, kTimeChannels, w.tproj);
-  QUILL_RETURN_IF_ERROR(ops.linear(w.tproj, B, time_linear_1.weight, time_linear_1.bias_ptr(), j.temb_act));
-  QUILL_RETURN_IF_ERROR(ops.silu(j.temb_act, B * D));
-  QUILL_RETURN_IF_ERROR(ops.linear(j.temb_act, B, time_linear_2.weight, time_linear_2.bias_ptr(), w.temb));
-  QUILL_RETURN_IF_ERROR(ops.linear(style, B, style_linear_1.weight, style_linear_1.bias_ptr(), j.temb_act));
-  QUILL_RETURN_IF_ERROR(ops.silu(j.temb_act, B * D));
-  QUILL_RETURN_IF_ERROR(ops.linear(j.temb_act, B, style_linear_2.weight, style_linear_2.bias_ptr(), w.pooled_h));
-  for (int64_t i = 0; i < B * D; ++i) w.temb[i] += w.pooled_h[i];
-  std::memcpy(j.temb_act, w.temb, size_t(B * D) * sizeof(float));
-  QUILL_RETURN_IF_ERROR(ops.silu(j.temb_act, B * D));
+  // time_text_embed(timestep, style): temb [B, D] and SiLU(temb) for the adaLN linears.
+  QUILL_RETURN_IF_ERROR(time_text_embed.forward(timestep, style, B, w.tproj, w.pooled_h, w.temb, j.temb_act, ops));
 
   // Image tokens: patches [B, N, C*p*p] -> x [B, N, D].
   patchify(hidden_states, B, cfg_.in_channels, Hl, W, p, w.patches);

@@ -11,6 +11,7 @@
 
 #include "io/model_files.h"
 #include "models/joint_block.h"
+#include "models/time_text_embed.h"
 #include "models/weights.h"
 #include "runtime/op_backend.h"
 
@@ -64,7 +65,7 @@ class LineModel {
   std::shared_ptr<ModelFiles> files_;
   LineModelConfig cfg_;
   Linear x_embedder, content_embedder;
-  Linear time_linear_1, time_linear_2, style_linear_1, style_linear_2;
+  TimeTextEmbed time_text_embed;  // pooled = the style embedding
   Linear norm_out, proj_out;
   std::vector<JointBlock> blocks;
 };

@@ -11,7 +11,6 @@ namespace quill {
 
 namespace {
 constexpr float kEps = 1e-6f;
-constexpr int64_t kTimeChannels = 256;
 
 #define QUILL_CFG_INT(field)                                                  \
   if (auto it = j.find(#field); it != j.end() && !it->is_null()) {            \
@@ -83,10 +82,7 @@ Result<std::unique_ptr<SD3Transformer>> SD3Transformer::load(std::shared_ptr<Mod
   const int64_t D = c.inner_dim(), p = c.patch_size;
   QUILL_ASSIGN_OR_RETURN(m->patch_proj, load_linear(*files, "pos_embed.proj", c.in_channels * p * p, D, true, true));
   QUILL_ASSIGN_OR_RETURN(m->pos_table, load_f32(*files, "pos_embed.pos_embed", {1, c.pos_embed_max_size * c.pos_embed_max_size, D}));
-  QUILL_ASSIGN_OR_RETURN(m->time_linear_1, load_linear(*files, "time_text_embed.timestep_embedder.linear_1", kTimeChannels, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->time_linear_2, load_linear(*files, "time_text_embed.timestep_embedder.linear_2", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->text_linear_1, load_linear(*files, "time_text_embed.text_embedder.linear_1", c.pooled_projection_dim, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->text_linear_2, load_linear(*files, "time_text_embed.text_embedder.linear_2", D, D, true));
+  QUILL_ASSIGN_OR_RETURN(m->time_text_embed, TimeTextEmbed::load(*files, D, c.pooled_projection_dim));
   QUILL_ASSIGN_OR_RETURN(m->context_embedder, load_linear(*files, "context_embedder", c.joint_attention_dim, c.caption_projection_dim, true));
   QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(*files, "norm_out.linear", D, 2 * D, true));
   QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(*files, "proj_out", D, p * p * c.out_channels, true));
@@ -127,7 +123,7 @@ size_t SD3Transformer::layout(const SD3Bucket& b, const ThreadPool& pool, Arena*
   alloc(o.c, B * T * D);
   alloc(o.temb, B * D);
   alloc(o.temb_act, B * D);
-  alloc(o.tproj, B * kTimeChannels);
+  alloc(o.tproj, B * TimeTextEmbed::kTimeChannels);
   alloc(o.pooled_h, B * D);
   alloc(o.mod_x, B * 9 * D);
   alloc(o.mod_c, B * 6 * D);
@@ -146,9 +142,8 @@ size_t SD3Transformer::layout(const SD3Bucket& b, const ThreadPool& pool, Arena*
   // Scratch: the largest any linear of this model needs, and attention over the joint sequence.
   size_t lin = 0;
   auto need = [&](const Linear& l) { lin = std::max(lin, CpuBackend::linear_scratch_floats(l.weight, pool)); };
-  for (const Linear* l : {&patch_proj, &time_linear_1, &time_linear_2, &text_linear_1, &text_linear_2,
-                          &context_embedder, &norm_out, &proj_out})
-    need(*l);
+  for (const Linear* l : {&patch_proj, &context_embedder, &norm_out, &proj_out}) need(*l);
+  lin = std::max(lin, time_text_embed.linear_scratch_floats(pool));
   for (const JointBlock& blk : blocks) lin = std::max(lin, joint_block_linear_scratch(blk, pool));
   o.scratch.linear_floats = lin;
   o.scratch.attention_floats = CpuBackend::attention_scratch_floats(S, cfg_.attention_head_dim, pool);
@@ -164,19 +159,8 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
   const int64_t H = b.latent_h, W = b.latent_w, hp = H / p, wp = W / p, N = hp * wp, T = b.text_len;
   ops.set_scratch(w.scratch);
 
-  // time_text_embed: sinusoid(t) [B,256] (cos first) -> linear_1 -> SiLU -> linear_2, plus
-  // pooled [B,P] -> linear_1 -> SiLU -> linear_2.                                    temb: [B,D]
-  timestep_sinusoid(timestep, B, kTimeChannels, w.tproj);
-  QUILL_RETURN_IF_ERROR(ops.linear(w.tproj, B, time_linear_1.weight, time_linear_1.bias_ptr(), w.temb_act));
-  QUILL_RETURN_IF_ERROR(ops.silu(w.temb_act, B * D));
-  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, time_linear_2.weight, time_linear_2.bias_ptr(), w.temb));
-  QUILL_RETURN_IF_ERROR(ops.linear(pooled_projections, B, text_linear_1.weight, text_linear_1.bias_ptr(), w.temb_act));
-  QUILL_RETURN_IF_ERROR(ops.silu(w.temb_act, B * D));
-  QUILL_RETURN_IF_ERROR(ops.linear(w.temb_act, B, text_linear_2.weight, text_linear_2.bias_ptr(), w.pooled_h));
-  for (int64_t i = 0; i < B * D; ++i) w.temb[i] += w.pooled_h[i];
-  // Every adaLN linear takes SiLU(temb).
-  std::memcpy(w.temb_act, w.temb, size_t(B * D) * sizeof(float));
-  QUILL_RETURN_IF_ERROR(ops.silu(w.temb_act, B * D));
+  // time_text_embed(timestep, pooled_projections): temb [B,D] and SiLU(temb) for the adaLN linears.
+  QUILL_RETURN_IF_ERROR(time_text_embed.forward(timestep, pooled_projections, B, w.tproj, w.pooled_h, w.temb, w.temb_act, ops));
 
   // pos_embed: conv(k=s=p) as patches [B*N, C*p*p] (c, ky, kx order) x proj^T, plus the stored
   // sincos table centre-cropped to the latent grid.                                  x: [B,N,D]

@@ -11,6 +11,7 @@
 
 #include "io/model_files.h"
 #include "models/joint_block.h"
+#include "models/time_text_embed.h"
 #include "models/weights.h"
 #include "runtime/op_backend.h"
 
@@ -77,8 +78,7 @@ class SD3Transformer {
   SD3Config cfg_;
   Linear patch_proj;                   // pos_embed.proj as [D, C*p*p]
   std::vector<float> pos_table;        // pos_embed.pos_embed [max*max, D]
-  Linear time_linear_1, time_linear_2;  // time_text_embed.timestep_embedder.linear_{1,2}
-  Linear text_linear_1, text_linear_2;  // time_text_embed.text_embedder.linear_{1,2}
+  TimeTextEmbed time_text_embed;
   Linear context_embedder, norm_out, proj_out;
   std::vector<JointBlock> blocks;
 };
