@@ -44,11 +44,15 @@ const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
   return nullptr;
 }
 
+// Row stride (elements) of prepared activations: padded by a cache line so the micro-kernel's
+// rows do not all fall into the same L1 sets when K is a multiple of 4 KiB / element size.
+int64_t act_stride(PanelKind kind, int64_t K) { return kind == PanelKind::kBf16 ? K + 32 : K + 64; }
+
 size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
   switch (kind) {
     case PanelKind::kF32: return 0;
-    case PanelKind::kBf16: return align_up(size_t(rows * K) * 2);
-    case PanelKind::kI8: return align_up(size_t(rows * K)) + align_up(size_t(rows) * sizeof(float));
+    case PanelKind::kBf16: return align_up(size_t(rows * act_stride(kind, K)) * 2);
+    case PanelKind::kI8: return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
   }
   return 0;
 }
@@ -116,7 +120,7 @@ void decode_row_int(const WeightView& w, int64_t n, int8_t* q, float* d) {
 size_t reference_scratch_per_thread(int64_t K) { return align_up(size_t(K) * sizeof(float)) * 2; }
 
 void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind kind, const void* act,
-                      const float* act_scale, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+                      int64_t lda, const float* act_scale, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
   const int64_t K = w.K, N = w.N;
   const size_t per_thread = reference_scratch_per_thread(K);
   std::atomic<int64_t> next{0};
@@ -134,7 +138,7 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
           float acc = 0.0f;
           for (int64_t g = 0; g < K / G; ++g) {
             int32_t s = 0;
-            for (int64_t k = g * G; k < (g + 1) * G; ++k) s += (int32_t(xa[m * K + k]) - 128) * wq[k];
+            for (int64_t k = g * G; k < (g + 1) * G; ++k) s += (int32_t(xa[m * lda + k]) - 128) * wq[k];
             acc += d[g] * float(s);
           }
           y[m * N + n] = act_scale[m] * acc + b;
@@ -145,7 +149,7 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
           float acc = 0.0f;
           if (kind == PanelKind::kBf16) {
             const auto* xa = static_cast<const uint16_t*>(act);
-            for (int64_t k = 0; k < K; ++k) acc += bf16_to_f32(xa[m * K + k]) * wf[k];
+            for (int64_t k = 0; k < K; ++k) acc += bf16_to_f32(xa[m * lda + k]) * wf[k];
           } else {
             for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * wf[k];
           }
@@ -279,26 +283,29 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, kQuantMChunk);
   uint8_t* act = base;
   uint8_t* work = base + act_bytes(kind, chunk, K);
-  auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * K)));
+  const int64_t lda = kind == PanelKind::kF32 ? K : act_stride(kind, K);
+  auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
   for (int64_t m0 = 0; m0 < M; m0 += chunk) {
     const int64_t rows = std::min(chunk, M - m0);
     const float* xc = x + m0 * K;
     float* yc = y + m0 * w.N;
     if (kind != PanelKind::kF32) {
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
-        if (kind == PanelKind::kI8) {
-          if (ks && avx512) detail::avx512::prep_i8_rows(xc + r0 * K, r1 - r0, K, act + r0 * K, act_scale + r0);
-          else detail::prep_i8_rows(xc + r0 * K, r1 - r0, K, act + r0 * K, act_scale + r0);
-        } else {
-          auto* out = reinterpret_cast<uint16_t*>(act) + r0 * K;
-          if (ks && avx512) detail::avx512::prep_bf16_rows(xc + r0 * K, r1 - r0, K, out);
-          else detail::prep_bf16_rows(xc + r0 * K, r1 - r0, K, out);
+        for (int64_t r = r0; r < r1; ++r) {
+          if (kind == PanelKind::kI8) {
+            if (ks && avx512) detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+            else detail::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+          } else {
+            auto* out = reinterpret_cast<uint16_t*>(act) + r * lda;
+            if (ks && avx512) detail::avx512::prep_bf16_rows(xc + r * K, 1, K, out);
+            else detail::prep_bf16_rows(xc + r * K, 1, K, out);
+          }
         }
       });
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
-    if (ks) panel_linear(*ks, w, a, K, act_scale, rows, bias, yc, work, pool);
-    else reference_linear(xc, rows, w, kind, a, act_scale, bias, yc, work, pool);
+    if (ks) panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
+    else reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
   }
   return Status::ok();
 }
