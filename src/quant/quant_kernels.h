@@ -1,0 +1,71 @@
+// Internal: the panel kernels behind quant_linear. A "sub-panel" is `nr` consecutive weight rows
+// decoded once into a layout the micro-kernel streams (zero-padded past N), reused for all rows
+// of x. Panel kinds:
+//   kF32     [K][nr] f32: weight (n, k) at k * nr + n.
+//   kBf16    [K/2][nr][2] bf16: the pair (k, k+1) of column n at (k/2 * nr + n) * 2.
+//   kI8      [K/4][nr][4] int8 codes, then f32 d[K/G][nr] (group scales), then f32 c[nr] where
+//            c[n] = 128 * sum_g d[g][n] * sum_{k in g} w[n, k] (the correction for u8 activations).
+// Activations: kF32 reads x as is; kBf16 reads x rounded to bf16 [M][K]; kI8 reads
+// u8 = q + 128 [M][K] with q = round(x / s), s = absmax / 127 per row (scale array beside).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quill/dtype.h"
+
+namespace quill::quant::detail {
+
+enum class PanelKind { kF32, kBf16, kI8 };
+
+struct WeightView {
+  DType dtype;
+  const uint8_t* data;
+  int64_t N, K;
+  int64_t row_bytes;
+  const float* row_scale;  // fp8 only
+};
+
+struct TileArgs {
+  const void* act;        // activation rows (f32, bf16 or u8), row stride lda elements
+  int64_t lda;
+  const float* act_scale; // kI8: per-row scale, indexed by absolute row m
+  int64_t m0, mr;         // rows [m0, m0 + mr) (absolute, relative to act/act_scale base)
+  const uint8_t* panel;   // the sub-panel (whole K)
+  int64_t K, k0, kc;      // k block [k0, k0 + kc)
+  float* y;               // output rows base (row m at y + m * ldy)
+  int64_t ldy;
+  int64_t n0, nvalid;     // columns [n0, n0 + nvalid), nvalid <= nr
+  const float* bias;      // may be null
+  bool first, last;       // first k block: start from 0; last: apply bias / scales
+};
+
+struct KernelSet {
+  PanelKind kind;
+  int nr;           // columns per sub-panel
+  int mr;           // rows per micro-tile (tile accepts any mr in [1, this])
+  int64_t kc;       // k block (a multiple of the group for kI8)
+  int64_t group;    // kI8: k per scale group
+  size_t (*panel_bytes)(int64_t K, int64_t group);
+  void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
+  void (*tile)(const TileArgs& a);
+};
+
+size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);
+// Scalar: row n of W, elements [k0, k0 + len) (block-aligned) decoded exactly to f32.
+void decode_row_chunk_f32(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out);
+// Scalar activation preparation (the reference numerics).
+void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);
+void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
+
+// Per ISA: the kernel set for (weight dtype, activation kind), or null when that level has none.
+namespace avx512 {
+const KernelSet* kernels(DType dtype, PanelKind kind);
+void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);  // same numerics
+void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
+}
+namespace avx2 {
+const KernelSet* kernels(DType dtype, PanelKind kind);
+}
+
+}  // namespace quill::quant::detail

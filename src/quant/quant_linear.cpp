@@ -1,0 +1,313 @@
+// Driver for quant_linear: activation preparation, panel threading and the scalar reference.
+#include "quant/quant_linear.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#include "core/cpu_features.h"
+#include "quant/formats.h"
+#include "quant/quant_kernels.h"
+
+namespace quill::quant {
+
+using detail::KernelSet;
+using detail::PanelKind;
+using detail::TileArgs;
+using detail::WeightView;
+
+namespace {
+
+constexpr size_t kAlign = 64;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+// Sub-panels per work item: a few, so one strip of x is reused from L1 across them.
+constexpr int64_t kSubPanels = 4;
+
+PanelKind activation_kind(DType dtype, QuantMode mode) {
+  if (mode == QuantMode::kA8) {
+    if (dtype == DType::kTQ2_0_G128 || dtype == DType::kQ8_0) return PanelKind::kI8;
+    if (dtype == DType::kBF16) return PanelKind::kBf16;
+  }
+  return PanelKind::kF32;
+}
+
+int64_t group_of(DType dtype) { return dtype == DType::kQ8_0 ? kQ8BlockSize : kTq2BlockSize; }
+
+const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
+#if defined(__x86_64__)
+  if (cpu_isa() == CpuIsa::kAvx512) return detail::avx512::kernels(dtype, kind);
+  if (cpu_isa() == CpuIsa::kAvx2) return detail::avx2::kernels(dtype, kind);
+#endif
+  return nullptr;
+}
+
+// Row stride (elements) of prepared activations: padded by a cache line so the micro-kernel's
+// rows do not all fall into the same L1 sets when K is a multiple of 4 KiB / element size.
+int64_t act_stride(PanelKind kind, int64_t K) { return kind == PanelKind::kBf16 ? K + 32 : K + 64; }
+
+size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
+  switch (kind) {
+    case PanelKind::kF32: return 0;
+    case PanelKind::kBf16: return align_up(size_t(rows * act_stride(kind, K)) * 2);
+    case PanelKind::kI8: return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
+  }
+  return 0;
+}
+
+}  // namespace
+
+// ---- activation preparation (scalar; the reference numerics) ----
+
+void detail::prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * K;
+    float amax = 0.0f;
+    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    const float s = amax / 127.0f;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    scale[r] = s;
+    for (int64_t k = 0; k < K; ++k) {
+      float q = std::nearbyint(xr[k] * inv);
+      q = std::min(127.0f, std::max(-127.0f, q));
+      out[r * K + k] = uint8_t(int(q) + 128);
+    }
+  }
+}
+
+void detail::prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out) {
+  for (int64_t i = 0; i < rows * K; ++i) out[i] = f32_to_bf16(x[i]);
+}
+
+void detail::decode_row_chunk_f32(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out) {
+  const auto& tr = dtype_traits(w.dtype);
+  const uint8_t* p = w.data + n * w.row_bytes + k0 / tr.block_size * tr.block_bytes;
+  switch (w.dtype) {
+    case DType::kTQ2_0_G128: (void)dequantize_tq2_0_g128(p, 1, len, out); break;
+    case DType::kQ8_0: (void)dequantize_q8_0(p, 1, len, out); break;
+    case DType::kF8E4M3: (void)dequantize_fp8_e4m3_rows(p, w.row_scale + n, 1, len, out); break;
+    default: convert_to_f32(w.dtype, p, out, len); break;
+  }
+}
+
+namespace {
+
+// ---- scalar reference ----
+
+// Decodes row n of W to f32 (exactly) into `w`.
+void decode_row_f32(const WeightView& w, int64_t n, float* out) { detail::decode_row_chunk_f32(w, n, 0, w.K, out); }
+
+// Integer weights of row n (tq2: -1/0/+1, q8_0: the int8) and their group scales.
+void decode_row_int(const WeightView& w, int64_t n, int8_t* q, float* d) {
+  const uint8_t* row = w.data + n * w.row_bytes;
+  if (w.dtype == DType::kTQ2_0_G128) {
+    const auto* b = reinterpret_cast<const BlockTq2*>(row);
+    for (int64_t g = 0; g < w.K / kTq2BlockSize; ++g) {
+      d[g] = f16_to_f32(b[g].d);
+      for (int j = 0; j < kTq2BlockSize; ++j) q[g * kTq2BlockSize + j] = int8_t(tq2_code_value(tq2_code(b[g].qs, j)));
+    }
+  } else {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+    for (int64_t g = 0; g < w.K / kQ8BlockSize; ++g) {
+      d[g] = f16_to_f32(b[g].d);
+      std::memcpy(q + g * kQ8BlockSize, b[g].qs, kQ8BlockSize);
+    }
+  }
+}
+
+size_t reference_scratch_per_thread(int64_t K) { return align_up(size_t(K) * sizeof(float)) * 2; }
+
+void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind kind, const void* act,
+                      int64_t lda, const float* act_scale, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+  const int64_t K = w.K, N = w.N;
+  const size_t per_thread = reference_scratch_per_thread(K);
+  std::atomic<int64_t> next{0};
+  pool.run_on_all([&](int tid) {
+    float* wf = reinterpret_cast<float*>(scratch + size_t(tid) * per_thread);
+    auto* wq = reinterpret_cast<int8_t*>(wf);
+    float* d = reinterpret_cast<float*>(scratch + size_t(tid) * per_thread + per_thread / 2);
+    for (int64_t n; (n = next.fetch_add(1)) < N;) {
+      const float b = bias ? bias[n] : 0.0f;
+      if (kind == PanelKind::kI8) {
+        decode_row_int(w, n, wq, d);
+        const int64_t G = group_of(w.dtype);
+        const auto* xa = static_cast<const uint8_t*>(act);
+        for (int64_t m = 0; m < M; ++m) {
+          float acc = 0.0f;
+          for (int64_t g = 0; g < K / G; ++g) {
+            int32_t s = 0;
+            for (int64_t k = g * G; k < (g + 1) * G; ++k) s += (int32_t(xa[m * lda + k]) - 128) * wq[k];
+            acc += d[g] * float(s);
+          }
+          y[m * N + n] = act_scale[m] * acc + b;
+        }
+      } else {
+        decode_row_f32(w, n, wf);
+        for (int64_t m = 0; m < M; ++m) {
+          float acc = 0.0f;
+          if (kind == PanelKind::kBf16) {
+            const auto* xa = static_cast<const uint16_t*>(act);
+            for (int64_t k = 0; k < K; ++k) acc += bf16_to_f32(xa[m * lda + k]) * wf[k];
+          } else {
+            for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * wf[k];
+          }
+          y[m * N + n] = acc + b;
+        }
+      }
+    }
+  });
+}
+
+// ---- panel driver ----
+
+void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, const float* act_scale,
+                  int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+  const int64_t N = w.N, K = w.K;
+  const size_t sub_bytes = align_up(ks.panel_bytes(K, ks.group));
+  const int64_t nr = ks.nr;
+  const int64_t n_sub = (N + nr - 1) / nr;
+  const int64_t n_items_n = (n_sub + kSubPanels - 1) / kSubPanels;
+  // Split M too when there are too few column panels to keep every thread busy.
+  const int64_t threads = pool.num_threads();
+  int64_t m_parts = 1;
+  if (n_items_n < 2 * threads && M >= 2 * ks.mr)
+    m_parts = std::min<int64_t>((2 * threads + n_items_n - 1) / n_items_n, (M + ks.mr - 1) / ks.mr);
+  const int64_t m_step = ((M + m_parts - 1) / m_parts + ks.mr - 1) / ks.mr * ks.mr;
+  m_parts = (M + m_step - 1) / m_step;
+  const int64_t items = n_items_n * m_parts;
+  std::atomic<int64_t> next{0};
+  pool.run_on_all([&](int tid) {
+    uint8_t* panels = scratch + size_t(tid) * sub_bytes * kSubPanels;
+    for (int64_t it; (it = next.fetch_add(1)) < items;) {
+      const int64_t pn = it / m_parts, pm = it % m_parts;
+      const int64_t s0 = pn * kSubPanels, s1 = std::min(n_sub, s0 + kSubPanels);
+      for (int64_t s = s0; s < s1; ++s)
+        ks.decode(w, s * nr, std::min(nr, N - s * nr), panels + size_t(s - s0) * sub_bytes);
+      const int64_t ma = pm * m_step, mb = std::min(M, ma + m_step);
+      for (int64_t k0 = 0; k0 < K; k0 += ks.kc) {
+        TileArgs a{};
+        a.act = act;
+        a.lda = lda;
+        a.act_scale = act_scale;
+        a.K = K;
+        a.k0 = k0;
+        a.kc = std::min(ks.kc, K - k0);
+        a.y = y;
+        a.ldy = N;
+        a.bias = bias;
+        a.first = k0 == 0;
+        a.last = k0 + ks.kc >= K;
+        for (int64_t m0 = ma; m0 < mb; m0 += ks.mr) {
+          a.m0 = m0;
+          a.mr = std::min<int64_t>(ks.mr, mb - m0);
+          for (int64_t s = s0; s < s1; ++s) {
+            a.panel = panels + size_t(s - s0) * sub_bytes;
+            a.n0 = s * nr;
+            a.nvalid = std::min(nr, N - s * nr);
+            ks.tile(a);
+          }
+        }
+      }
+    }
+  });
+}
+
+Status check_weight(const Tensor& W, const float* w_scale, WeightView* out) {
+  if (W.rank() != 2 || !W.is_contiguous())
+    return invalid_argument("quant_linear: weight must be a contiguous 2-D tensor, got ", W.describe());
+  if (!quant_linear_supports(W.dtype()))
+    return unsupported("quant_linear: no kernel for weight dtype ", dtype_name(W.dtype()));
+  const int64_t N = W.dim(0), K = W.dim(1);
+  const auto& tr = dtype_traits(W.dtype());
+  if (K % tr.block_size != 0)
+    return invalid_argument("quant_linear: ", tr.name, " weight ", W.shape().to_string(),
+                            " has K not a multiple of the block size ", tr.block_size);
+  if (W.dtype() == DType::kF8E4M3 && !w_scale)
+    return invalid_argument("quant_linear: an f8_e4m3 weight needs its per-row scales");
+  *out = WeightView{W.dtype(), static_cast<const uint8_t*>(W.data()), N, K, K / tr.block_size * tr.block_bytes,
+                    w_scale};
+  return Status::ok();
+}
+
+}  // namespace
+
+namespace detail {
+size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
+  switch (kind) {
+    case PanelKind::kF32: return size_t(K) * size_t(nr) * 4;
+    case PanelKind::kBf16: return size_t(K) * size_t(nr) * 2;
+    case PanelKind::kI8: return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4 + size_t(nr) * 4;
+  }
+  return 0;
+}
+}  // namespace detail
+
+const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }
+
+bool quant_linear_supports(DType d) {
+  return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 ||
+         d == DType::kF8E4M3;
+}
+
+QuantMode quant_mode_from_env() {
+  const char* v = std::getenv("QUILL_TERNARY_MODE");
+  return v && std::string_view(v) == "a8" ? QuantMode::kA8 : QuantMode::kExact;
+}
+
+size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool) {
+  if (W.rank() != 2) return 0;
+  const int64_t K = W.dim(1);
+  const PanelKind kind = activation_kind(W.dtype(), mode);
+  const int64_t rows = std::min(std::max<int64_t>(M, 1), kQuantMChunk);
+  const size_t threads = size_t(pool.num_threads());
+  size_t per_thread = reference_scratch_per_thread(K);
+  if (const KernelSet* ks = pick_kernels(W.dtype(), kind))
+    per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
+  return act_bytes(kind, rows, K) + threads * per_thread + kAlign;
+}
+
+Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
+                    void* scratch, QuantMode mode, ThreadPool& pool) {
+  WeightView w{};
+  QUILL_RETURN_IF_ERROR(check_weight(W, w_scale, &w));
+  if (M <= 0 || w.N == 0) return Status::ok();
+  if (!scratch) return invalid_argument("quant_linear: no scratch");
+  const int64_t K = w.K;
+  const PanelKind kind = activation_kind(w.dtype, mode);
+  if (kind == PanelKind::kBf16 && K % 2 != 0) return invalid_argument("quant_linear: bf16 a8 needs an even K, got ", K);
+  const KernelSet* ks = pick_kernels(w.dtype, kind);
+  const bool avx512 = cpu_isa() == CpuIsa::kAvx512;
+  auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
+  const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, kQuantMChunk);
+  uint8_t* act = base;
+  uint8_t* work = base + act_bytes(kind, chunk, K);
+  const int64_t lda = kind == PanelKind::kF32 ? K : act_stride(kind, K);
+  auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
+  for (int64_t m0 = 0; m0 < M; m0 += chunk) {
+    const int64_t rows = std::min(chunk, M - m0);
+    const float* xc = x + m0 * K;
+    float* yc = y + m0 * w.N;
+    if (kind != PanelKind::kF32) {
+      pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          if (kind == PanelKind::kI8) {
+            if (ks && avx512) detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+            else detail::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+          } else {
+            auto* out = reinterpret_cast<uint16_t*>(act) + r * lda;
+            if (ks && avx512) detail::avx512::prep_bf16_rows(xc + r * K, 1, K, out);
+            else detail::prep_bf16_rows(xc + r * K, 1, K, out);
+          }
+        }
+      });
+    }
+    const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
+    if (ks) panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
+    else reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
+  }
+  return Status::ok();
+}
+
+}  // namespace quill::quant

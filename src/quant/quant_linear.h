@@ -1,0 +1,41 @@
+// Linear over quantized (and half-precision) weights:
+//   y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]),  x f32 [M, K], W [N, K], y f32 [M, N].
+//
+// Weight types and modes:
+//   tq2_0_g128  kExact: f32 activations x exactly decoded weights (f32 FMA).
+//               kA8:    activations quantized per row to int8 (absmax / 127), int8 x ternary dot
+//                       products per 128-group in int32 (VNNI), times the group scale, in f32.
+//   q8_0        kExact: f32 x decoded weights.  kA8: as tq2 with 32-groups (int8 x int8 VNNI).
+//   bf16        kExact: f32 x decoded weights.  kA8: activations rounded to bf16 (nearest even),
+//                       bf16 pair products accumulated in f32 (AVX512_BF16 dpbf16).
+//   f16         f32 x decoded weights (both modes).
+//   f8_e4m3     f32 x decoded weights times the per-row scale `w_scale` (both modes).
+// Every path has a scalar reference; AVX-512 and AVX2 kernels are picked by cpu_isa().
+// quant_linear never allocates: `scratch` holds quant_linear_scratch_bytes(M, ...) bytes (any M'
+// >= M works too; the work is chunked so scratch does not grow past kQuantMChunk rows).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "quill/status.h"
+#include "quill/tensor.h"
+
+namespace quill::quant {
+
+enum class QuantMode { kExact, kA8 };
+const char* quant_mode_name(QuantMode m);
+
+// Rows of x processed per pass; scratch for activations never exceeds this many rows.
+inline constexpr int64_t kQuantMChunk = 512;
+
+bool quant_linear_supports(DType dtype);
+size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool);
+Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
+                    void* scratch, QuantMode mode, ThreadPool& pool);
+
+// QUILL_TERNARY_MODE=a8 selects kA8 for the model's quantized linears; default kExact.
+QuantMode quant_mode_from_env();
+
+}  // namespace quill::quant

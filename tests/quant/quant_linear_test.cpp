@@ -1,0 +1,157 @@
+// quant_linear on every ISA level vs the scalar reference, and the exact modes vs an f32 GEMM of
+// the dequantized weights.
+#include "quant/quant_linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../backend/op_test_util.h"
+#include "quant/formats.h"
+
+namespace quill::quant {
+namespace {
+
+using testing_ops::nan_filled;
+using testing_ops::randn;
+using testing_ops::testable_isas;
+
+struct Weight {
+  Tensor t;
+  std::vector<float> scale;  // fp8 only
+  std::vector<float> deq;    // exactly dequantized [N, K]
+};
+
+Weight make_weight(DType dt, int64_t N, int64_t K, uint32_t seed) {
+  std::vector<float> w = randn(size_t(N * K), seed, 0.0f, 0.05f);
+  Weight out;
+  Tensor f(w.data(), DType::kF32, Shape{N, K});
+  if (dt == DType::kF8E4M3) {
+    out.t = Tensor::empty(dt, Shape{N, K});
+    out.scale.resize(size_t(N));
+    EXPECT_TRUE(quantize_fp8_e4m3_rows(w.data(), N, K, out.t.data_as<uint8_t>(), out.scale.data()).is_ok());
+    out.deq.resize(size_t(N * K));
+    EXPECT_TRUE(dequantize_fp8_e4m3_rows(out.t.data_as<uint8_t>(), out.scale.data(), N, K, out.deq.data()).is_ok());
+    return out;
+  }
+  auto q = quantize_tensor(f, dt);
+  EXPECT_TRUE(q.is_ok());
+  out.t = *q;
+  auto d = dequantize_tensor(out.t);
+  out.deq.assign(d->data_as<float>(), d->data_as<float>() + N * K);
+  return out;
+}
+
+std::vector<float> gemm_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                            int64_t M, int64_t N, int64_t K) {
+  std::vector<float> y(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = b[size_t(n)];
+      for (int64_t k = 0; k < K; ++k) s += double(x[size_t(m * K + k)]) * w[size_t(n * K + k)];
+      y[size_t(m * N + n)] = float(s);
+    }
+  return y;
+}
+
+double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num = std::max(num, std::fabs(double(a[i]) - ref[i]));
+    den = std::max(den, std::fabs(double(ref[i])));
+  }
+  return num / std::max(den, 1e-30);
+}
+
+std::vector<float> run(CpuIsa isa, const std::vector<float>& x, int64_t M, const Weight& w,
+                       const std::vector<float>& bias, QuantMode mode, ThreadPool& pool) {
+  set_cpu_isa_override(isa);
+  const int64_t N = w.t.dim(0);
+  std::vector<uint8_t> scratch(quant_linear_scratch_bytes(M, w.t, mode, pool));
+  std::vector<float> y = nan_filled(size_t(M * N));
+  Status st = quant_linear(x.data(), M, w.t, w.scale.empty() ? nullptr : w.scale.data(), bias.data(), y.data(),
+                           scratch.data(), mode, pool);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  clear_cpu_isa_override();
+  return y;
+}
+
+struct Case {
+  DType dtype;
+  QuantMode mode;
+  double vs_exact;  // bound vs the f32 GEMM of the dequantized weights
+};
+
+// A8: int8 activations (absmax/127 per row) on N(0,1) inputs, 128..1536-long dots: ~1% of max|y|.
+const Case kCases[] = {
+    {DType::kTQ2_0_G128, QuantMode::kExact, 1e-5}, {DType::kTQ2_0_G128, QuantMode::kA8, 2e-2},
+    {DType::kQ8_0, QuantMode::kExact, 1e-5},       {DType::kQ8_0, QuantMode::kA8, 2e-2},
+    {DType::kBF16, QuantMode::kExact, 1e-5},       {DType::kBF16, QuantMode::kA8, 1e-2},
+    {DType::kF16, QuantMode::kExact, 1e-5},        {DType::kF8E4M3, QuantMode::kExact, 1e-5},
+};
+
+void check_shape(ThreadPool& pool, int64_t M, int64_t K, int64_t N) {
+  const std::vector<float> x = randn(size_t(M * K), uint32_t(M * 131 + K * 7 + N));
+  const std::vector<float> bias = randn(size_t(N), uint32_t(N + 5));
+  for (const Case& c : kCases) {
+    const Weight w = make_weight(c.dtype, N, K, uint32_t(K * 3 + N));
+    const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
+    const std::vector<float> scalar = run(CpuIsa::kScalar, x, M, w, bias, c.mode, pool);
+    const std::string what = std::string(dtype_name(c.dtype)) + " " + quant_mode_name(c.mode) + " M=" +
+                             std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
+    EXPECT_LE(rel_err(scalar, ref), c.vs_exact) << what << " scalar vs f32 gemm";
+    for (CpuIsa isa : testable_isas()) {
+      if (isa == CpuIsa::kScalar) continue;
+      const std::vector<float> y = run(isa, x, M, w, bias, c.mode, pool);
+      EXPECT_LE(rel_err(y, ref), c.vs_exact) << what << " " << cpu_isa_name(isa) << " vs f32 gemm";
+      EXPECT_LE(rel_err(y, scalar), c.mode == QuantMode::kExact ? 1e-5 : 1e-4)
+          << what << " " << cpu_isa_name(isa) << " vs scalar";
+    }
+  }
+}
+
+TEST(QuantLinear, EveryIsaMatchesTheReference) {
+  ThreadPool pool(2);
+  for (int64_t M : {1, 7, 8, 9, 100})
+    for (int64_t K : {128, 384})
+      for (int64_t N : {1, 17, 64}) check_shape(pool, M, K, N);
+}
+
+TEST(QuantLinear, LargeCase) {
+  ThreadPool pool(2);
+  check_shape(pool, 1000, 1536, 64);
+}
+
+TEST(QuantLinear, ScratchIsBoundedBeyondTheChunk) {
+  ThreadPool pool(2);
+  const Weight w = make_weight(DType::kTQ2_0_G128, 64, 256, 3);
+  EXPECT_EQ(quant_linear_scratch_bytes(kQuantMChunk, w.t, QuantMode::kA8, pool),
+            quant_linear_scratch_bytes(10 * kQuantMChunk, w.t, QuantMode::kA8, pool));
+  // M above the chunk with the chunk-sized scratch.
+  const int64_t M = kQuantMChunk + 37;
+  const std::vector<float> x = randn(size_t(M * 256), 9);
+  const std::vector<float> bias(64, 0.5f);
+  const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, 64, 256);
+  std::vector<uint8_t> scratch(quant_linear_scratch_bytes(kQuantMChunk, w.t, QuantMode::kA8, pool));
+  std::vector<float> y = nan_filled(size_t(M * 64));
+  ASSERT_TRUE(quant_linear(x.data(), M, w.t, nullptr, bias.data(), y.data(), scratch.data(), QuantMode::kA8, pool)
+                  .is_ok());
+  EXPECT_LE(rel_err(y, ref), 2e-2);
+}
+
+TEST(QuantLinear, BadWeightsAreErrors) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> scratch(1 << 16);
+  std::vector<float> x(256), y(4);
+  Tensor i32 = Tensor::empty(DType::kI32, Shape{2, 128});
+  EXPECT_EQ(quant_linear(x.data(), 1, i32, nullptr, nullptr, y.data(), scratch.data(), QuantMode::kExact, pool).code(),
+            ErrorCode::kUnsupported);
+  Tensor f8 = Tensor::empty(DType::kF8E4M3, Shape{2, 128});
+  EXPECT_EQ(quant_linear(x.data(), 1, f8, nullptr, nullptr, y.data(), scratch.data(), QuantMode::kExact, pool).code(),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace quill::quant
