@@ -1,5 +1,6 @@
 // Driver for quant_linear: activation preparation, panel threading and the scalar reference.
 #include "quant/quant_linear.h"
+#include "quant/onednn_bf16.h"
 
 #include <algorithm>
 #include <atomic>
@@ -304,6 +305,15 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       });
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
+    // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel.
+    if (kind == PanelKind::kBf16 && ks && avx512 && onednn_bf16_available()) {
+      QUILL_RETURN_IF_ERROR(onednn_bf16_matmul(static_cast<const uint16_t*>(a), rows, K, lda,
+                                               static_cast<const uint16_t*>(W.data()), w.N, yc));
+      if (bias)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t n = 0; n < w.N; ++n) yc[r * w.N + n] += bias[n];
+      continue;
+    }
     if (ks) panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
     else reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
   }
