@@ -1,0 +1,153 @@
+// Multi-head attention: the flash-style driver, the portable tile kernel, and the naive reference.
+//
+// Work item = (batch, head, query tile of kAttnQTile queries). A thread owns one item at a time and
+// walks the keys in tiles of kAttnKTile with an online softmax (running max m and sum l per
+// query), so memory is one tile's worth per thread, independent of the sequence length.
+//
+// Every tile kernel keeps queries in the SIMD lanes: Q^T [Dh][Qtile] (pre-scaled by
+// scale * log2 e, so exp2 is the softmax exponent), S^T = K Q^T [Ktile][Qtile] and
+// O^T [Dh][Qtile]. Keys and head dimensions are loop indices, never lanes, so a partial key tile
+// needs no masking and the running max, sum and rescale are plain vertical vector ops.
+#include "backend/cpu/ops.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/vec_math.h"
+#include "core/cpu_features.h"
+
+namespace quill::cpu {
+
+namespace scalar {
+
+void attention_tile(const AttentionArgs& a, int64_t item, float* ws) {
+  constexpr int64_t Q = kAttnQTile;
+  const int64_t Dh = a.Dh, row = a.H * a.Dh;
+  const int64_t nqt = attention_query_tiles(a.Sq);
+  const int64_t qt = item % nqt, h = (item / nqt) % a.H, b = item / nqt / a.H;
+  const int64_t q0 = qt * Q, nq = a.Sq - q0 < Q ? a.Sq - q0 : Q;
+  const float* qb = a.q + (b * a.Sq * a.H + h) * Dh;
+  const float* kb = a.k + (b * a.Skv * a.H + h) * Dh;
+  const float* vb = a.v + (b * a.Skv * a.H + h) * Dh;
+  float* ob = a.out + (b * a.Sq * a.H + h) * Dh;
+
+  float* Qt = ws;           // [Dh][Q]
+  float* Ot = Qt + Dh * Q;  // [Dh][Q]
+  float* St = Ot + Dh * Q;  // [Ktile][Q]
+  float m[Q], l[Q], mx[Q], alpha[Q];
+
+  const float qscale = a.scale * vmath::kLog2e;
+  for (int64_t d = 0; d < Dh; ++d)
+    for (int64_t i = 0; i < Q; ++i) Qt[d * Q + i] = i < nq ? qb[(q0 + i) * row + d] * qscale : 0.0f;
+  for (int64_t i = 0; i < Dh * Q; ++i) Ot[i] = 0.0f;
+  for (int64_t i = 0; i < Q; ++i) {
+    m[i] = -std::numeric_limits<float>::infinity();
+    l[i] = 0.0f;
+  }
+
+  for (int64_t k0 = 0; k0 < a.Skv; k0 += kAttnKTile) {
+    const int64_t nk = a.Skv - k0 < kAttnKTile ? a.Skv - k0 : kAttnKTile;
+    for (int64_t j = 0; j < nk; ++j) {
+      const float* kr = kb + (k0 + j) * row;
+      float* s = St + j * Q;
+      for (int64_t i = 0; i < Q; ++i) s[i] = 0.0f;
+      for (int64_t d = 0; d < Dh; ++d) {
+        const float kv = kr[d];
+        for (int64_t i = 0; i < Q; ++i) s[i] += kv * Qt[d * Q + i];
+      }
+    }
+    for (int64_t i = 0; i < Q; ++i) mx[i] = m[i];
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t i = 0; i < Q; ++i) mx[i] = St[j * Q + i] > mx[i] ? St[j * Q + i] : mx[i];
+    float sum[Q] = {};
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t i = 0; i < Q; ++i) {
+        const float p = vmath::exp2_approx(St[j * Q + i] - mx[i]);
+        St[j * Q + i] = p;
+        sum[i] += p;
+      }
+    for (int64_t i = 0; i < Q; ++i) {
+      alpha[i] = vmath::exp2_approx(m[i] - mx[i]);
+      l[i] = l[i] * alpha[i] + sum[i];
+      m[i] = mx[i];
+    }
+    for (int64_t d = 0; d < Dh; ++d) {
+      float* o = Ot + d * Q;
+      for (int64_t i = 0; i < Q; ++i) o[i] *= alpha[i];
+      for (int64_t j = 0; j < nk; ++j) {
+        const float vv = vb[(k0 + j) * row + d];
+        for (int64_t i = 0; i < Q; ++i) o[i] += vv * St[j * Q + i];
+      }
+    }
+  }
+  for (int64_t i = 0; i < nq; ++i) {
+    const float inv = 1.0f / l[i];
+    for (int64_t d = 0; d < Dh; ++d) ob[(q0 + i) * row + d] = Ot[d * Q + i] * inv;
+  }
+}
+
+}  // namespace scalar
+
+size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool) {
+  (void)Skv;  // flash tiling: independent of the sequence length
+  return size_t(pool.num_threads()) * size_t(attention_tile_scratch_floats(Dh));
+}
+
+void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
+               int64_t H, int64_t Dh, float scale, float* scratch, ThreadPool& pool) {
+  if (B <= 0 || Sq <= 0 || H <= 0 || Dh <= 0) return;
+  if (Skv <= 0) {  // softmax over nothing: define the result as 0 rather than 0/0
+    for (int64_t i = 0; i < B * Sq * H * Dh; ++i) out[i] = 0.0f;
+    return;
+  }
+  AttentionTileFn tile = scalar::attention_tile;
+#if defined(__x86_64__)
+  if (cpu_isa() == CpuIsa::kAvx512) tile = avx512::attention_tile;
+#endif
+  const AttentionArgs args{q, k, v, out, B, Sq, Skv, H, Dh, scale};
+  const int64_t items = B * H * attention_query_tiles(Sq);
+  const int64_t per_thread = attention_tile_scratch_floats(Dh);
+  std::atomic<int64_t> next{0};
+  pool.run_on_all([&](int t) {
+    float* ws = scratch + int64_t(t) * per_thread;
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < items;
+         i = next.fetch_add(1, std::memory_order_relaxed))
+      tile(args, i, ws);
+  });
+}
+
+void attention_naive(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq,
+                     int64_t Skv, int64_t H, int64_t Dh, float scale) {
+  const int64_t row = H * Dh;
+  std::vector<float> p(static_cast<size_t>(Skv));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Sq; ++i) {
+        const float* qi = q + (b * Sq + i) * row + h * Dh;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < Skv; ++j) {
+          const float* kj = k + (b * Skv + j) * row + h * Dh;
+          float s = 0.0f;
+          for (int64_t d = 0; d < Dh; ++d) s += qi[d] * kj[d];
+          p[size_t(j)] = s * scale;
+          mx = p[size_t(j)] > mx ? p[size_t(j)] : mx;
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < Skv; ++j) {
+          p[size_t(j)] = std::exp(p[size_t(j)] - mx);
+          sum += p[size_t(j)];
+        }
+        float* oi = out + (b * Sq + i) * row + h * Dh;
+        for (int64_t d = 0; d < Dh; ++d) oi[d] = 0.0f;
+        for (int64_t j = 0; j < Skv; ++j) {
+          const float* vj = v + (b * Skv + j) * row + h * Dh;
+          const float w = p[size_t(j)] / sum;
+          for (int64_t d = 0; d < Dh; ++d) oi[d] += w * vj[d];
+        }
+      }
+}
+
+}  // namespace quill::cpu

@@ -1,0 +1,72 @@
+// Per-instruction-set kernels behind the ops in ops.h. Each namespace is compiled in its own file
+// (*_avx512.cpp / *_avx2.cpp get the ISA flags); the ops pick one with cpu_isa() once per call.
+// Internal to src/backend/cpu: everything here is a building block, not an API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quill/dtype.h"
+
+namespace quill::cpu {
+
+// ---- linear ----
+// Up to this many rows of x, linear runs the direct kernel (GemvFn) instead of a GEMM.
+inline constexpr int64_t kLinearSmallM = 4;
+// dst[n] = float(src[n]) for f16 / bf16 rows (exact conversion).
+using DecodeFn = void (*)(DType dtype, const void* src, float* dst, int64_t n);
+// Few-rows linear straight from the stored weights (no decoded copy): for the rows n in [n0, n1)
+// of W [N, K] (dtype f32 / f16 / bf16), y[m * ldy + n] = x[m, :] . W[n, :] + (bias ? bias[n] : 0)
+// for m < M <= kLinearSmallM, where GEMM packing does not pay off and the weights are read
+// from memory once.
+using GemvFn = void (*)(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias,
+                        int64_t n0, int64_t n1, float* y, int64_t ldy);
+
+// ---- attention ----
+struct AttentionArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  int64_t B, Sq, Skv, H, Dh;
+  float scale;
+};
+// Query tile (the SIMD lanes of every tile kernel) and key tile.
+inline constexpr int64_t kAttnQTile = 64;
+inline constexpr int64_t kAttnKTile = 128;
+// Floats one thread's tile needs (Q^T, O^T, S^T and a packed V tile), rounded to 64 bytes.
+inline int64_t attention_tile_scratch_floats(int64_t Dh) {
+  const int64_t n = 2 * Dh * kAttnQTile + kAttnKTile * kAttnQTile + kAttnKTile * Dh;
+  return (n + 15) / 16 * 16;
+}
+inline int64_t attention_query_tiles(int64_t Sq) { return (Sq + kAttnQTile - 1) / kAttnQTile; }
+// Computes work item `item` = ((b * H) + h) * query_tiles + query_tile of the output.
+using AttentionTileFn = void (*)(const AttentionArgs& a, int64_t item, float* scratch);
+
+namespace scalar {
+void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
+void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
+               int64_t n1, float* y, int64_t ldy);
+void gelu_tanh(float* x, int64_t n);
+void silu(float* x, int64_t n);
+void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
+}  // namespace scalar
+
+namespace avx2 {
+void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
+void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
+               int64_t n1, float* y, int64_t ldy);
+void gelu_tanh(float* x, int64_t n);
+void silu(float* x, int64_t n);
+}  // namespace avx2
+
+namespace avx512 {
+void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
+void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
+               int64_t n1, float* y, int64_t ldy);
+void gelu_tanh(float* x, int64_t n);
+void silu(float* x, int64_t n);
+void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
+}  // namespace avx512
+
+}  // namespace quill::cpu

@@ -1,0 +1,108 @@
+// AVX-512 weight decode and few-rows linear for linear.cpp.
+#if defined(__x86_64__)
+// GCC 12 flags the _mm512_undefined_ps() inside its own intrinsics as (maybe-)uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+
+namespace quill::cpu::avx512 {
+
+namespace {
+
+// 16 weights starting at element i of a row, as f32 (lanes past `m` read as 0).
+template <DType T>
+inline __m512 load16(const void* row, int64_t i, __mmask16 m) {
+  if constexpr (T == DType::kF32) {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(row) + i);
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(row) + i);
+    if constexpr (T == DType::kF16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <DType T>
+void decode(const void* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm512_storeu_ps(dst + i, load16<T>(src, i, 0xffff));
+    _mm512_storeu_ps(dst + i + 16, load16<T>(src, i + 16, 0xffff));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, load16<T>(src, i, m));
+  }
+}
+
+// y[m, n0 + r] for r < R rows of W and m < MG rows of x: R * MG accumulators across K.
+template <DType T, int R, int MG>
+inline void gemv_tile(const float* x, int64_t K, const char* w0, int64_t row_bytes, const float* bias, int64_t n,
+                      float* y, int64_t ldy) {
+  __m512 acc[R][MG];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < MG; ++m) acc[r][m] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; k += 16) {
+    const __mmask16 mask = K - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (K - k)) - 1);
+    __m512 xv[MG];
+    for (int m = 0; m < MG; ++m) xv[m] = _mm512_maskz_loadu_ps(mask, x + m * K + k);
+    for (int r = 0; r < R; ++r) {
+      const __m512 wv = load16<T>(w0 + r * row_bytes, k, mask);
+      for (int m = 0; m < MG; ++m) acc[r][m] = _mm512_fmadd_ps(wv, xv[m], acc[r][m]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < MG; ++m)
+      y[m * ldy + n + r] = _mm512_reduce_add_ps(acc[r][m]) + (bias ? bias[n + r] : 0.0f);
+}
+
+template <DType T, int MG>
+void gemv_group(const float* x, int64_t K, const void* W, const float* bias, int64_t n0, int64_t n1, float* y,
+                int64_t ldy) {
+  const int64_t row_bytes = K * int64_t(T == DType::kF32 ? 4 : 2);
+  const char* wb = static_cast<const char*>(W);
+  int64_t n = n0;
+  for (; n + 4 <= n1; n += 4) gemv_tile<T, 4, MG>(x, K, wb + n * row_bytes, row_bytes, bias, n, y, ldy);
+  for (; n < n1; ++n) gemv_tile<T, 1, MG>(x, K, wb + n * row_bytes, row_bytes, bias, n, y, ldy);
+}
+
+template <DType T>
+void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias, int64_t n0, int64_t n1, float* y,
+          int64_t ldy) {
+  for (int64_t m0 = 0; m0 < M; m0 += 4) {
+    const float* xm = x + m0 * K;
+    float* ym = y + m0 * ldy;
+    switch (M - m0 < 4 ? M - m0 : 4) {
+      case 1: gemv_group<T, 1>(xm, K, W, bias, n0, n1, ym, ldy); break;
+      case 2: gemv_group<T, 2>(xm, K, W, bias, n0, n1, ym, ldy); break;
+      case 3: gemv_group<T, 3>(xm, K, W, bias, n0, n1, ym, ldy); break;
+      default: gemv_group<T, 4>(xm, K, W, bias, n0, n1, ym, ldy); break;
+    }
+  }
+}
+
+}  // namespace
+
+void decode_rows(DType dtype, const void* src, float* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF16: decode<DType::kF16>(src, dst, n); break;
+    case DType::kBF16: decode<DType::kBF16>(src, dst, n); break;
+    case DType::kF32: std::memcpy(dst, src, size_t(n) * sizeof(float)); break;
+    default: convert_to_f32(dtype, src, dst, n); break;
+  }
+}
+
+void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
+               int64_t n1, float* y, int64_t ldy) {
+  switch (dtype) {
+    case DType::kF16: gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
+    case DType::kBF16: gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
+    default: gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy); break;
+  }
+}
+
+}  // namespace quill::cpu::avx512
+#endif
