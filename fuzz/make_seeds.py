@@ -1,0 +1,103 @@
+"""Writes the small seed corpora in fuzz/corpus/<target>/ (standard library only).
+Run from anywhere: python3 fuzz/make_seeds.py. Re-running rewrites the same bytes."""
+import json
+import os
+import shutil
+import struct
+
+here = os.path.dirname(os.path.abspath(__file__))
+testdata = os.path.join(here, "..", "tests", "io", "testdata")
+
+
+def out(target, name, data):
+    d = os.path.join(here, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- safetensors ----
+def safetensors(tensors, metadata=None):
+    header, data = {}, b""
+    if metadata:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in tensors:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+out("safetensors_fuzz", "empty", safetensors([]))
+out("safetensors_fuzz", "metadata", safetensors([], {"format": "pt"}))
+out("safetensors_fuzz", "mixed", safetensors([
+    ("w", "F32", [2, 2], struct.pack("<4f", 1, -2, 0.5, 3)),
+    ("b", "BF16", [3], b"\x80\x3f\x00\x40\x00\xc0"),
+    ("e", "F16", [0, 4], b""),
+    ("s", "I64", [], struct.pack("<q", -5)),
+    ("m", "BOOL", [2], b"\x01\x00"),
+], {"k": "v"}))
+shutil.copy(os.path.join(testdata, "reference.safetensors"), os.path.join(here, "corpus", "safetensors_fuzz", "reference"))
+
+
+# ---- GGUF ----
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gvalue(t, v):
+    scalar = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+    if t == 8:
+        return gstr(v)
+    if t == 9:
+        et, items = v
+        return struct.pack("<IQ", et, len(items)) + b"".join(gvalue(et, x) for x in items)
+    return struct.pack(scalar[t], v)
+
+
+def gguf(kvs, tensors, version=3, alignment=32):
+    b = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for key, t, v in kvs:
+        b += gstr(key) + struct.pack("<I", t) + gvalue(t, v)
+    offset, blobs = 0, []
+    for name, ne, ggml_type, raw in tensors:
+        b += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        b += struct.pack("<IQ", ggml_type, offset)
+        blobs.append(raw + b"\0" * (-len(raw) % alignment))
+        offset += len(blobs[-1])
+    b += b"\0" * (-len(b) % alignment)
+    return b + b"".join(blobs)
+
+
+out("gguf_fuzz", "empty_v2", gguf([], [], version=2))
+out("gguf_fuzz", "values", gguf([
+    ("u8", 0, 7), ("i8", 1, -7), ("u16", 2, 700), ("i16", 3, -700), ("u32", 4, 70000), ("i32", 5, -70000),
+    ("f32", 6, 0.5), ("bool", 7, True), ("str", 8, "x"), ("u64", 10, 1 << 40), ("i64", 11, -(1 << 40)), ("f64", 12, 2.5),
+    ("ints", 9, (5, [1, 2, 3])), ("strs", 9, (8, ["a", ""])),
+    ("nested", 9, (9, [(3, [1, -1]), (8, ["deep"])])),
+    ("quill.config", 8, '{"_class_name": "SD3Transformer2DModel", "num_layers": 2}'),
+], []))
+q8_block = struct.pack("<e", 0.25) + bytes(range(32))
+out("gguf_fuzz", "tensors", gguf([("general.alignment", 4, 64)], [
+    ("w", [3, 2], 0, struct.pack("<6f", 0, 1, 2, 3, 4, 5)),
+    ("h", [4], 1, struct.pack("<4e", 1, 2, 3, 4)),
+    ("q", [32, 2], 8, q8_block * 2),
+    ("t", [128], 42, b"\x55" * 32 + struct.pack("<e", 1.0)),
+    ("i", [2], 26, struct.pack("<2i", -1, 1)),
+    ("bf", [2], 30, b"\x80\x3f\x00\x40"),
+], alignment=64))
+shutil.copy(os.path.join(testdata, "reference.gguf"), os.path.join(here, "corpus", "gguf_fuzz", "reference"))
+
+# ---- JSON (config.json, index.json) ----
+out("config_json_fuzz", "sd3_config", json.dumps({
+    "_class_name": "SD3Transformer2DModel", "_diffusers_version": "0.30.0", "attention_head_dim": 64,
+    "caption_projection_dim": 1536, "in_channels": 16, "joint_attention_dim": 4096, "num_attention_heads": 24,
+    "num_layers": 24, "out_channels": 16, "patch_size": 2, "pooled_projection_dim": 2048, "pos_embed_max_size": 192,
+    "qk_norm": "rms_norm", "dual_attention_layers": [0, 1, 2], "sample_size": 128, "scale": 1.5e-3, "flag": None,
+}, indent=1).encode())
+out("config_json_fuzz", "index", json.dumps({
+    "metadata": {"total_size": 123}, "weight_map": {"a.weight": "m-00001-of-00002.safetensors", "b": "m-00002-of-00002.safetensors"},
+}).encode())
+out("config_json_fuzz", "strings", '{"s": "h\\u00e9llo \\ud83d\\ude00 \\"q\\" \\n", "n": [-0, 1e-7, 18446744073709551615, -9223372036854775808]}'.encode())
