@@ -5,6 +5,8 @@
 #include "cli/command.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
+#include "core/log.h"
+#include "runtime/gpu_backend.h"
 #include "runtime/sd3_engine.h"
 
 namespace quill::cli {
@@ -16,6 +18,7 @@ struct Options {
   bool diag = false;
   bool json = false;
   int repeat = 1;
+  std::string device = "auto";
 };
 
 // Reads a named float tensor as f32 and checks its shape; `want` uses -1 for "any".
@@ -50,6 +53,22 @@ int run(const Options& o) {
   auto engine_r = open_sd3_engine(o.model, pool);
   if (!engine_r) return report_error(engine_r.status());
   auto& engine = *engine_r.value();
+  // The GPU (when built, present and allowed) runs what it supports; the CPU does the rest.
+  std::unique_ptr<OpBackend> gpu;
+  std::string device_line = "cpu";
+  if (o.device != "cpu") {
+    auto g = create_gpu_backend();
+    if (g) {
+      gpu = std::move(g).value();
+      engine.set_primary_backend(gpu.get());
+      device_line = std::string(gpu->name()) + " (per-op CPU fallback)";
+    } else if (o.device == "gpu") {
+      return report_error(g.status());
+    } else {
+      log_info("running on the CPU: ", g.status().to_string());
+      device_line = "cpu (" + g.status().message() + ")";
+    }
+  }
   const SD3Config& cfg = engine.model().config();
   auto in_r = SafetensorsFile::open(o.inputs);
   if (!in_r) return report_error(in_r.status());
@@ -97,6 +116,7 @@ int run(const Options& o) {
   std::printf("load %.1f ms, plan build (cold) %.1f ms, arena %.1f MiB, forward (warm) median %.1f ms over %zu run(s), threads %d\n",
               load_ms, plan_ms, plan.value()->arena_bytes / (1024.0 * 1024.0), times[times.size() / 2], times.size(),
               pool.num_threads());
+  std::printf("device: %s\n", device_line.c_str());
   std::printf("wrote %s (sample %s)\n", o.output.c_str(), sample.shape().to_string().c_str());
   if (o.diag) std::printf("ops:\n%s", engine.ops().stats().to_string().c_str());
   return kExitOk;
@@ -113,6 +133,8 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--repeat", o->repeat, "Run the forward this many times and report the median")->check(CLI::Range(1, 1000));
   sub.add_flag("--json", o->json, "Print the timings as one JSON line");
   sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");
+  sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   return [o] { return run(*o); };
 }
 

@@ -5,6 +5,7 @@
 #include "backend/cpu/ops.h"
 #include "core/log.h"
 #include "quant/quant_linear.h"
+#include "runtime/gpu_policy.h"
 
 namespace quill {
 
@@ -35,13 +36,18 @@ std::string OpStats::to_string() const {
   return s;
 }
 
-Dispatcher::Dispatcher(OpBackend* cpu, OpBackend* primary) : cpu_(cpu), primary_(primary) {}
+Dispatcher::Dispatcher(OpBackend* cpu, OpBackend* primary) : cpu_(cpu), primary_(primary), policy_(&gpu_policy()) {}
+
+void Dispatcher::set_policy(const GpuPolicy* policy) { policy_ = policy ? policy : &gpu_policy(); }
 
 template <typename F>
 Status Dispatcher::run(OpKind kind, const Tensor* weight, F&& call) {
   const size_t k = size_t(kind);
-  if (primary_ && primary_->supports(kind, weight)) {
-    Status st = call(*primary_);
+  if (primary_ && policy_->allows(kind, weight) && primary_->supports(kind, weight)) {
+    // Fault injection fails the op before the primary touches anything, like a launch that failed.
+    Status st = policy_->fault_injected(kind)
+                    ? make_error(ErrorCode::kDevice, "fault injected by QUILL_FAULT_INJECT=", op_kind_name(kind))
+                    : call(*primary_);
     if (st.is_ok()) {
       stats_.runs[k][size_t(primary_->device())]++;
       return st;

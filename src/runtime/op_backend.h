@@ -4,6 +4,10 @@
 // primary backend (CUDA, or a test double) when it supports the op and the op is enabled, and
 // falls back to the CPU for that op when the primary fails. Every op is counted per kind and per
 // device that ran it, so diagnostics (and tests) can prove which path ran.
+//
+// Backend contract (what makes the fallback safe): an op that returns an error must leave its
+// inputs untouched, in-place buffers included (gelu_tanh, silu, gated_residual's x); its outputs
+// may hold anything, since the CPU rewrites them completely.
 #pragma once
 
 #include <array>
@@ -67,13 +71,20 @@ struct OpStats {
   void reset() { *this = OpStats(); }
 };
 
+struct GpuPolicy;
+
 class Dispatcher {
  public:
-  // `cpu` must outlive the dispatcher; `primary` may be null (CPU only).
+  // `cpu` must outlive the dispatcher; `primary` may be null (CPU only). The policy starts as the
+  // process-wide one read from the environment (runtime/gpu_policy.h).
   Dispatcher(OpBackend* cpu, OpBackend* primary = nullptr);
 
   void set_scratch(const OpScratch& s) { scratch_ = s; }
   void set_primary(OpBackend* primary) { primary_ = primary; }
+  OpBackend* primary() const { return primary_; }
+  // Tests install their own policy (which must outlive the dispatcher); null restores the process one.
+  void set_policy(const GpuPolicy* policy);
+  const GpuPolicy& policy() const { return *policy_; }
   const OpStats& stats() const { return stats_; }
   OpStats& stats() { return stats_; }
 
@@ -95,6 +106,7 @@ class Dispatcher {
 
   OpBackend* cpu_;
   OpBackend* primary_;
+  const GpuPolicy* policy_;
   OpScratch scratch_;
   OpStats stats_;
   std::array<bool, size_t(OpKind::kCount)> fallback_logged_{};

@@ -1,0 +1,94 @@
+// A host-side test double for an accelerator backend: it claims a device (CUDA by default), runs
+// the ops it does not fail through the CPU ops, and fails the kinds a test chooses with a device
+// error. Before failing it poisons the op's separate outputs with NaN (a real GPU may leave
+// garbage there) and leaves in-place buffers untouched, as the OpBackend contract requires, so a
+// test that gets the CPU result bit for bit proves the CPU rewrote the whole output.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "runtime/op_backend.h"
+
+namespace quill::test {
+
+class FakeFailingBackend final : public OpBackend {
+ public:
+  explicit FakeFailingBackend(ThreadPool& pool, Device device = Device::kCUDA) : cpu_(pool), device_(device) {
+    supported_.fill(true);
+  }
+
+  void fail(OpKind k, bool on = true) { failing_[size_t(k)] = on; }
+  void fail_all() { failing_.fill(true); }
+  void set_supported(OpKind k, bool on) { supported_[size_t(k)] = on; }
+  // Calls that reached this backend (failed ones included), per kind.
+  uint64_t calls(OpKind k) const { return calls_[size_t(k)]; }
+  uint64_t total_calls() const {
+    uint64_t n = 0;
+    for (auto c : calls_) n += c;
+    return n;
+  }
+
+  const char* name() const override { return "fake-gpu"; }
+  Device device() const override { return device_; }
+  bool supports(OpKind kind, const Tensor*) const override { return supported_[size_t(kind)]; }
+
+  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
+                const OpScratch& s) override {
+    if (failed(OpKind::kLinear)) return poisoned(y, M * W.dim(0));
+    return cpu_.linear(x, M, W, bias, y, s);
+  }
+  Status attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
+                   int64_t H, int64_t Dh, float scale, const OpScratch& s) override {
+    if (failed(OpKind::kAttention)) return poisoned(out, B * Sq * H * Dh);
+    return cpu_.attention(q, k, v, out, B, Sq, Skv, H, Dh, scale, s);
+  }
+  Status layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps, const float* shift,
+                             const float* scale, int64_t mod_stride) override {
+    // y may alias x (in place); poison only a separate output.
+    if (failed(OpKind::kLayerNorm)) return y == x ? device_failure() : poisoned(y, B * S * D);
+    return cpu_.layer_norm_modulate(x, y, B, S, D, eps, shift, scale, mod_stride);
+  }
+  Status layer_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w,
+                    const float* b) override {
+    if (failed(OpKind::kLayerNorm)) return y == x ? device_failure() : poisoned(y, rows * D);
+    return cpu_.layer_norm(x, y, rows, D, eps, w, b);
+  }
+  Status rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w) override {
+    if (failed(OpKind::kRmsNorm)) return y == x ? device_failure() : poisoned(y, rows * D);
+    return cpu_.rms_norm(x, y, rows, D, eps, w);
+  }
+  Status gelu_tanh(float* x, int64_t n) override {
+    if (failed(OpKind::kActivation)) return device_failure();
+    return cpu_.gelu_tanh(x, n);
+  }
+  Status silu(float* x, int64_t n) override {
+    if (failed(OpKind::kActivation)) return device_failure();
+    return cpu_.silu(x, n);
+  }
+  Status gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D,
+                        int64_t gate_stride) override {
+    if (failed(OpKind::kResidual)) return device_failure();
+    return cpu_.gated_residual(x, y, gate, B, S, D, gate_stride);
+  }
+
+ private:
+  bool failed(OpKind k) {
+    calls_[size_t(k)]++;
+    return failing_[size_t(k)];
+  }
+  static Status device_failure() { return make_error(ErrorCode::kDevice, "fake device error (test double)"); }
+  static Status poisoned(float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = std::numeric_limits<float>::quiet_NaN();
+    return device_failure();
+  }
+
+  CpuBackend cpu_;
+  Device device_;
+  std::array<bool, size_t(OpKind::kCount)> failing_{};
+  std::array<bool, size_t(OpKind::kCount)> supported_{};
+  std::array<uint64_t, size_t(OpKind::kCount)> calls_{};
+};
+
+}  // namespace quill::test
