@@ -130,7 +130,7 @@ TEST_P(CudaSD3, ForwardMatchesCpu) {
   const GpuPolicy all_on;
 
   auto run = [&](OpBackend* primary, OpStats* stats) {
-    auto engine = SD3Engine::open(dir, pool);
+    auto engine = open_sd3_engine(dir, pool);
     EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
     (*engine)->ops().set_policy(&all_on);
     (*engine)->set_primary_backend(primary);

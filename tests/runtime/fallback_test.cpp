@@ -340,7 +340,7 @@ TEST(Fallback, WholeModelWithAFailingPrimaryMatchesCpuOnly) {
   const SD3Bucket bucket{hs.dim(0), hs.dim(2), hs.dim(3), ehs.dim(1)};
 
   auto run = [&](OpBackend* primary, OpStats* stats) {
-    auto engine = SD3Engine::open(dir, pool);
+    auto engine = open_sd3_engine(dir, pool);
     EXPECT_TRUE(engine.is_ok()) << engine.status().to_string();
     (*engine)->ops().set_policy(&kDefaultPolicy);
     (*engine)->set_primary_backend(primary);
