@@ -12,7 +12,7 @@ namespace quill::cpu {
 
 // ---- linear ----
 // Up to this many rows of x, linear runs the direct kernel (GemvFn) instead of a GEMM.
-inline constexpr int64_t kLinearSmallM = 4;
+inline constexpr int64_t kLinearSmallM = 16;
 // dst[n] = float(src[n]) for f16 / bf16 rows (exact conversion).
 using DecodeFn = void (*)(DType dtype, const void* src, float* dst, int64_t n);
 // Few-rows linear straight from the stored weights (no decoded copy): for the rows n in [n0, n1)

@@ -4,8 +4,9 @@
 //   f16 / bf16 W   panels of kPanelRows rows of W are decoded to f32 into the caller's scratch
 //                  (by the pool), then one sgemm per panel writes y[:, panel]; the weights are
 //                  never expanded whole.
-//   M <= kSmallM   (any dtype) a direct kernel reads each weight once, threaded over N: at these
-//                  sizes the GEMM is memory-bound and decoding or packing would only add traffic.
+//   M <= kSmallM   (16, any dtype) a direct kernel reads each weight once, threaded over N: at these
+//                  sizes the GEMM is memory-bound and decoding or packing would only add traffic
+//                  (N = 9216, K = 1536, 2 threads: M = 2 f32 1.1 ms vs sgemm 3.4 ms; M = 16 3.7 vs 4.7).
 #include "backend/cpu/ops.h"
 
 #include <cassert>
