@@ -12,7 +12,7 @@ namespace quill::cpu {
 
 // ---- linear ----
 // Up to this many rows of x, linear runs the direct kernel (GemvFn) instead of a GEMM.
-inline constexpr int64_t kLinearSmallM = 4;
+inline constexpr int64_t kLinearSmallM = 16;
 // dst[n] = float(src[n]) for f16 / bf16 rows (exact conversion).
 using DecodeFn = void (*)(DType dtype, const void* src, float* dst, int64_t n);
 // Few-rows linear straight from the stored weights (no decoded copy): for the rows n in [n0, n1)
@@ -34,13 +34,18 @@ struct AttentionArgs {
 // Query tile (the SIMD lanes of every tile kernel) and key tile.
 inline constexpr int64_t kAttnQTile = 64;
 inline constexpr int64_t kAttnKTile = 128;
-// Floats one thread's tile needs (Q^T, O^T, S^T and a packed V tile), rounded to 64 bytes.
-inline int64_t attention_tile_scratch_floats(int64_t Dh) {
-  const int64_t n = 2 * Dh * kAttnQTile + kAttnKTile * kAttnQTile + kAttnKTile * Dh;
+// Floats one thread needs: its tile (Q^T, O^T, S^T) and one head's K and V, packed by
+// AttentionPackFn (the packed copies pad Dh by at most 8), rounded to 64 bytes.
+inline int64_t attention_thread_scratch_floats(int64_t Skv, int64_t Dh) {
+  const int64_t n = (2 * Dh + kAttnKTile) * kAttnQTile + Skv * (2 * Dh + 8);
   return (n + 15) / 16 * 16;
 }
 inline int64_t attention_query_tiles(int64_t Sq) { return (Sq + kAttnQTile - 1) / kAttnQTile; }
-// Computes work item `item` = ((b * H) + h) * query_tiles + query_tile of the output.
+// Copies head bh = b * H + h of K and V into the thread's scratch, in the layout its tile kernel
+// reads (contiguous, so the head streams from cache instead of 256-byte runs H * Dh floats apart).
+using AttentionPackFn = void (*)(const AttentionArgs& a, int64_t bh, float* scratch);
+// Computes work item `item` = ((b * H) + h) * query_tiles + query_tile of the output, after the
+// pack function (if any) has packed that item's head into the same scratch.
 using AttentionTileFn = void (*)(const AttentionArgs& a, int64_t item, float* scratch);
 
 namespace scalar {
@@ -58,6 +63,7 @@ void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W,
                int64_t n1, float* y, int64_t ldy);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
+void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace avx2
 
 namespace avx512 {
@@ -66,6 +72,7 @@ void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W,
                int64_t n1, float* y, int64_t ldy);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
+void attention_pack_head(const AttentionArgs& a, int64_t bh, float* scratch);
 void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace avx512
 
