@@ -2,6 +2,8 @@
 // natural width and bucket. Training data uses this same renderer (pixel-identical glyphs).
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "io/image.h"
 #include "text/glyph_line.h"
@@ -31,15 +33,26 @@ int run(const Options& o) {
     if (!st) return report_error(st);
   }
   const WidthBucket& b = g->bucket;
-  if (o.json)
-    std::printf("{\"natural_width\": %lld, \"canvas_width\": %lld, \"height\": %lld, \"latent_width\": %lld, \"tokens\": %lld, "
-                "\"clamped\": %s, \"font\": \"%s\"}\n",
-                (long long)b.natural_width, (long long)b.canvas_width, (long long)g->height, (long long)b.latent_width,
-                (long long)b.tokens, b.clamped ? "true" : "false", (*r)->font_path().c_str());
-  else
+  if (!g->missing.empty()) {
+    std::string list;
+    for (uint32_t cp : g->missing) list += (list.empty() ? "" : ", ") + describe_code_point(cp);
+    std::fprintf(stderr, "quill: warning: the font has no glyph for %s (drawn as the font's .notdef box)\n",
+                 list.c_str());
+  }
+  if (o.json) {
+    nlohmann::json j = {{"natural_width", b.natural_width}, {"canvas_width", b.canvas_width},
+                        {"height", g->height},              {"latent_width", b.latent_width},
+                        {"tokens", b.tokens},               {"clamped", b.clamped},
+                        {"glyphs", g->glyph_count},         {"font", (*r)->font_path()}};
+    nlohmann::json missing = nlohmann::json::array();
+    for (uint32_t cp : g->missing) missing.push_back(describe_code_point(cp));
+    j["missing"] = missing;
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
     std::printf("natural width %lld px, canvas %lldx%lld px%s, latent width %lld, %lld tokens per row; font %s\n",
                 (long long)b.natural_width, (long long)b.canvas_width, (long long)g->height, b.clamped ? " (clipped)" : "",
                 (long long)b.latent_width, (long long)b.tokens, (*r)->font_path().c_str());
+  }
   return kExitOk;
 }
 

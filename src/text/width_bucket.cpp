@@ -9,6 +9,12 @@ Result<WidthBucket> width_bucket(int64_t natural_width, int64_t line_height, int
   if (line_height <= 0 || downscale <= 0 || patch <= 0)
     return invalid_argument("line height, downscale and patch must be positive (got ", line_height, ", ", downscale, ", ",
                             patch, ")");
+  // Every canvas width is a multiple of 16, so this is the condition for all of them to split into
+  // whole latents and tokens; checked up front so a config fails on every line, not on some.
+  if (downscale > 16 || patch > 16 || 16 % (downscale * patch) != 0)
+    return invalid_argument("downscale x patch = ", downscale * patch,
+                            " must divide 16 (canvas widths are multiples of 16; got downscale ", downscale, ", patch ",
+                            patch, ")");
   if (max_line_width <= 0 || max_line_width % 16)
     return invalid_argument("max line width ", max_line_width, " must be a positive multiple of 16");
   const int64_t min_width = round_up(line_height, 16);
@@ -27,9 +33,6 @@ Result<WidthBucket> width_bucket(int64_t natural_width, int64_t line_height, int
     b.clamped = true;
   }
   b.canvas_width = std::max(w, min_width);
-  if (b.canvas_width % downscale || (b.canvas_width / downscale) % patch)
-    return invalid_argument("canvas width ", b.canvas_width, " is not divisible into ", downscale, "-pixel latents and ",
-                            patch, "-wide patches");
   b.latent_width = b.canvas_width / downscale;
   b.tokens = b.latent_width / patch;
   return b;

@@ -21,8 +21,9 @@ struct WidthBucket {
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Errors: max_line_width not a positive multiple of 16, smaller than the minimum width, or not
-// divisible into whole tokens; natural_width over the maximum with OverflowPolicy::kError.
+// Errors (kInvalidArgument): max_line_width not a positive multiple of 16 or below the minimum
+// width; downscale x patch not dividing 16 (some canvas would not split into whole tokens).
+// natural_width over the maximum with OverflowPolicy::kError is kOutOfRange.
 Result<WidthBucket> width_bucket(int64_t natural_width, int64_t line_height, int64_t max_line_width, int64_t downscale,
                                  int64_t patch, OverflowPolicy policy);
 

@@ -9,7 +9,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "io/io_test_util.h"
 #include "support/test_util.h"
 
 namespace quill {
@@ -67,7 +69,9 @@ TEST(GlyphLine, GoldenImages) {
   ASSERT_TRUE(r);
   const bool update = std::getenv("QUILL_UPDATE_GOLDEN") != nullptr;
   for (const Golden& c : {Golden{"kongl", "Kongl. Maj:ts nådiga förordning"}, Golden{"ligature", "ffi office"},
-                          Golden{"combining", "e\xcc\x81 a\xcc\x8a o\xcc\x88"}, Golden{"digits", "1234567890 §17"}}) {
+                          Golden{"combining", "e\xcc\x81 a\xcc\x8a o\xcc\x88"}, Golden{"digits", "1234567890 §17"},
+                          // marks with no precomposed form: placed by GPOS / HarfBuzz's fallback (x/y offsets)
+                          Golden{"marks", "q\xcc\x81 x\xcc\xa3 g\xcc\x83\xcc\x84 w\xcc\xb0"}}) {
     const GlyphLine g = render(*r, c.text);
     const std::string path = test::fixture(std::string("text/") + c.name + ".pgm");
     if (update) {
@@ -129,6 +133,131 @@ TEST(GlyphLine, Errors) {
   auto absurd = r->render("abc", 100000, 1024, 8, 2, OverflowPolicy::kError);
   ASSERT_FALSE(absurd.is_ok());
   EXPECT_NE(absurd.status().message().find("out of range"), std::string::npos);
+}
+
+// Messages the user acts on: what is wrong and where.
+std::string render_error(GlyphLineRenderer& r, const std::string& text, int64_t h = 64, int64_t max_width = 1024) {
+  auto g = r.render(text, h, max_width, 8, 2, OverflowPolicy::kError);
+  return g.is_ok() ? "ok" : g.status().to_string();
+}
+
+TEST(GlyphLine, MoreErrors) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  auto has = [](const std::string& s, const char* part) { return s.find(part) != std::string::npos; };
+  EXPECT_TRUE(has(render_error(*r, ""), "the text is empty"));
+  EXPECT_TRUE(has(render_error(*r, "\xc2\xa0\xe2\x80\x8b"), "only whitespace"));  // NBSP + ZWSP draw nothing
+  EXPECT_TRUE(has(render_error(*r, "a\tb"), "U+0009"));
+  EXPECT_TRUE(has(render_error(*r, "a\nb"), "one line"));
+  EXPECT_TRUE(has(render_error(*r, "abc", 7), "line height 7 out of range [8, 1024]"));
+  EXPECT_TRUE(has(render_error(*r, "abc", 1025), "line height 1025 out of range"));
+  EXPECT_EQ(render_error(*r, "abc", 8), "ok");
+  EXPECT_TRUE(has(render_error(*r, "abc", 64, 1000), "multiple of 16"));
+  const std::string too_long = render_error(*r, std::string(400, 'W'));
+  EXPECT_TRUE(has(too_long, "max line width is 1024")) << too_long;
+  EXPECT_TRUE(has(r->measure("a\xff", 64).status().message(), "UTF-8"));
+  // A mix of missing and present glyphs renders; only all-missing is an error, listing a few.
+  const std::string cjk = render_error(*r, "\xe6\xbc\xa2\xe5\xad\x97 \xe6\xbc\xa2");
+  EXPECT_TRUE(has(cjk, "U+6F22 '\xe6\xbc\xa2', U+5B57 '\xe5\xad\x97')")) << cjk;
+
+  testing::TempDir dir;
+  testing::write_bytes(dir.file("empty.ttf"), "");
+  auto empty_font = GlyphLineRenderer::create(dir.file("empty.ttf"));
+  ASSERT_FALSE(empty_font.is_ok());
+  EXPECT_EQ(empty_font.status().code(), ErrorCode::kInvalidFile);
+  EXPECT_TRUE(has(empty_font.status().to_string(), "empty.ttf': the font file is empty"));
+  testing::write_bytes(dir.file("junk.otf"), "OTTO this is not really a font");
+  auto junk = GlyphLineRenderer::create(dir.file("junk.otf"));
+  ASSERT_FALSE(junk.is_ok());
+  EXPECT_TRUE(has(junk.status().to_string(), "junk.otf': not a font FreeType can read")) << junk.status().to_string();
+  auto folder = GlyphLineRenderer::create(dir.path().string());
+  ASSERT_FALSE(folder.is_ok());
+  EXPECT_TRUE(has(folder.status().message(), "not a regular file"));
+}
+
+TEST(GlyphLine, PartlyMissingGlyphsAreReported) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  const GlyphLine g = render(*r, "a\xe6\xbc\xa2" "b\xe6\xbc\xa2");  // a漢b漢
+  EXPECT_EQ(g.missing, (std::vector<uint32_t>{0x6f22}));
+  EXPECT_TRUE(render(*r, "Kongl. Maj:ts n\xc3\xa5" "diga f\xc3\xb6rordning \xc3\x85\xc3\x84\xc3\x96").missing.empty());
+}
+
+// The documented layout rule, checked on "H" (flat bottom on the baseline, DejaVu cap height
+// 1493/2048 em, left side bearing 201/2048 em): hinting puts its stems on whole pixels.
+TEST(GlyphLine, LayoutRuleBaselineFontSizeMargin) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  for (int64_t h : {16, 32, 64, 100, 256}) {
+    const GlyphLayout l = glyph_layout(h);
+    EXPECT_EQ(l.font_px, std::llround(0.625 * double(h)));
+    EXPECT_EQ(l.baseline_y, std::llround(0.75 * double(h)));
+    EXPECT_EQ(l.margin, h / 8);
+    const GlyphLine g = render(*r, "HH", h);
+    int64_t top = -1, bottom = -1, left = g.width;
+    for (int64_t y = 0; y < g.height; ++y)
+      for (int64_t x = 0; x < g.width; ++x)
+        if (g.gray[size_t(y * g.width + x)] < 128) {
+          if (top < 0) top = y;
+          bottom = y;
+          left = std::min(left, x);
+        }
+    SCOPED_TRACE("line height " + std::to_string(h));
+    EXPECT_EQ(bottom, l.baseline_y - 1);
+    EXPECT_NEAR(double(bottom + 1 - top), 1493.0 / 2048.0 * double(l.font_px), 1.0);
+    EXPECT_NEAR(double(left), double(l.margin) + 201.0 / 2048.0 * double(l.font_px), 1.0);
+  }
+}
+
+TEST(GlyphLine, LigaturesAndSwedish) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  // DejaVu Sans has the ffi/fi/fl ligatures; a ZWNJ between the letters prevents them.
+  EXPECT_EQ(render(*r, "ffi").glyph_count, 1);
+  EXPECT_EQ(render(*r, "ffi office").glyph_count, 6);
+  EXPECT_GE(render(*r, "f\xe2\x80\x8c" "f\xe2\x80\x8c" "i").glyph_count, 3);
+  const GlyphLine swedish = render(*r, "\xc3\xa5\xc3\xa4\xc3\xb6");  // åäö
+  EXPECT_EQ(swedish.glyph_count, 3);
+  // Decomposed å (a + ring) composes to the same glyph.
+  EXPECT_LE(mean_abs_diff(swedish, render(*r, "a\xcc\x8a" "a\xcc\x88o\xcc\x88")), 0.5);
+}
+
+TEST(GlyphLine, ClampClipsTheSameRendering) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  const std::string text = "Kongl. Maj:ts n\xc3\xa5" "diga f\xc3\xb6rordning, om hwad som iakttagas b\xc3\xb6r";
+  auto full = r->render(text, 64, 4096, 8, 2, OverflowPolicy::kError);
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  ASSERT_GT(full->bucket.natural_width, 512);
+  auto clipped = r->render(text, 64, 512, 8, 2, OverflowPolicy::kClamp);
+  ASSERT_TRUE(clipped.is_ok()) << clipped.status().to_string();
+  EXPECT_EQ(clipped->width, 512);
+  EXPECT_TRUE(clipped->bucket.clamped);
+  EXPECT_EQ(clipped->bucket.natural_width, full->bucket.natural_width);
+  EXPECT_EQ(clipped->bucket.tokens, 512 / 8 / 2);
+  for (int64_t y = 0; y < 64; ++y)
+    for (int64_t x = 0; x < 512; ++x)
+      ASSERT_EQ(clipped->gray[size_t(y * 512 + x)], full->gray[size_t(y * full->width + x)]) << x << "," << y;
+}
+
+// One renderer shared by threads rendering different heights: the face's pixel size is shared
+// state, so shaping and rasterising must happen under one lock.
+TEST(GlyphLine, ThreadSafeAcrossLineHeights) {
+  auto r = renderer();
+  ASSERT_TRUE(r);
+  const GlyphLine small = render(*r, "Maj:ts", 32), big = render(*r, "Maj:ts", 64);
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const bool use_small = (i + t) % 2 == 0;
+        auto g = r->render("Maj:ts", use_small ? 32 : 64, 1024, 8, 2, OverflowPolicy::kError);
+        if (!g.is_ok() || g->gray != (use_small ? small : big).gray) ++bad[size_t(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[size_t(t)], 0) << "thread " << t;
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+// Runs the real `quill render-line`: output PNG equals the library's rendering, the printed
+// measurements follow the bucket rule, and exit codes are 0 ok / 1 runtime error / 2 usage error.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "io/image.h"
+#include "io/io_test_util.h"
+#include "text/glyph_line.h"
+
+namespace quill {
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun render_line(const std::string& args, const testing::TempDir& dir) {
+  const std::string err_file = dir.file("stderr.txt");
+  const std::string cmd = std::string("'") + QUILL_CLI_PATH + "' render-line " + args + " 2>'" + err_file + "'";
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  return r;
+}
+
+const char* kKongl =
+    "Kongl. Maj:ts n\xc3\xa5"
+    "diga f\xc3\xb6rordning";
+
+TEST(RenderLineCli, WritesTheLibraryRenderingAndPrintsTheBucket) {
+  testing::TempDir dir;
+  auto renderer = GlyphLineRenderer::create();
+  ASSERT_TRUE(renderer.is_ok()) << renderer.status().to_string();
+  auto want = (*renderer)->render(kKongl, 64, 1024, 8, 2, OverflowPolicy::kError);
+  ASSERT_TRUE(want.is_ok());
+
+  const std::string png = dir.file("glyphs.png");
+  CliRun r = render_line(std::string("--text '") + kKongl + "' --json -o '" + png + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["natural_width"], want->bucket.natural_width);
+  EXPECT_EQ(j["canvas_width"], want->width);
+  EXPECT_EQ(j["canvas_width"].get<int64_t>() % 16, 0);
+  EXPECT_EQ(j["height"], 64);
+  EXPECT_EQ(j["latent_width"], want->width / 8);
+  EXPECT_EQ(j["tokens"], want->width / 16);
+  EXPECT_EQ(j["clamped"], false);
+  EXPECT_TRUE(j["missing"].empty());
+#ifdef QUILL_HAVE_IMAGE
+  auto img = read_image(png);
+  ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+  EXPECT_EQ(img->channels, 1);
+  EXPECT_EQ(img->width, want->width);
+  EXPECT_EQ(img->height, 64);
+  EXPECT_EQ(img->pixels, want->gray);
+#endif
+
+  // Other heights, downscale and patch; the plain-text report.
+  r = render_line(std::string("--text '") + kKongl + "' --line-height 40 --downscale 2 --patch 4", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto want40 = (*renderer)->render(kKongl, 40, 1024, 2, 4, OverflowPolicy::kError);
+  ASSERT_TRUE(want40.is_ok());
+  const std::string expect = "natural width " + std::to_string(want40->bucket.natural_width) + " px, canvas " +
+                             std::to_string(want40->width) + "x40 px, latent width " +
+                             std::to_string(want40->width / 2) + ", " + std::to_string(want40->width / 8) +
+                             " tokens per row";
+  EXPECT_NE(r.out.find(expect), std::string::npos) << r.out << "\nwanted: " << expect;
+}
+
+TEST(RenderLineCli, OverflowPolicies) {
+  testing::TempDir dir;
+  CliRun r = render_line(std::string("--text '") + kKongl + "' --max-width 128", dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("max line width is 128"), std::string::npos) << r.err;
+  r = render_line(std::string("--text '") + kKongl + "' --max-width 128 --overflow clamp --json", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["canvas_width"], 128);
+  EXPECT_EQ(j["clamped"], true);
+  EXPECT_GT(j["natural_width"].get<int64_t>(), 128);
+}
+
+TEST(RenderLineCli, ExitCodesAndMessages) {
+  testing::TempDir dir;
+  struct Case {
+    std::string args;
+    int code;
+    std::string phrase;  // in stderr
+  };
+  const Case cases[] = {
+      {"--text abc --overflow wrap", 2, "overflow"},
+      {"--line-height 64", 2, "--text"},
+      {"--text abc --max-width 1000", 2, "multiple of 16"},
+      {"--text abc --line-height 4", 2, "line-height"},
+      {"--text ''", 2, "the text is empty"},
+      {"--text '   '", 2, "only whitespace"},
+      {"--text \"$(printf 'ab\\377')\"", 2, "not valid UTF-8"},
+      {"--text \"$(printf 'a\\tb')\"", 2, "U+0009"},
+      {"--text \"$(printf '\\346\\274\\242')\"", 2, "no glyph for any character"},
+      {"--text abc --font /nonexistent/font.ttf", 1, "'/nonexistent/font.ttf': font file does not exist"},
+      {"--text abc -o /nonexistent/dir/x.png", 1, "/nonexistent/dir/x.png"},
+  };
+  for (const Case& c : cases) {
+    CliRun r = render_line(c.args, dir);
+    EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.phrase), std::string::npos) << c.args << "\n" << r.err;
+  }
+  // Characters the font lacks: rendered, with a warning naming them.
+  CliRun r = render_line("--text \"$(printf 'a\\346\\274\\242b')\"", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the font has no glyph for U+6F22"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace quill
