@@ -28,7 +28,8 @@ struct Inputs {
 
 void set_counters(benchmark::State& state, int64_t S, double scratch_bytes, int threads) {
   const double flops = 4.0 * double(S) * double(S) * kHeads * kDh;
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9 * double(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["scratch_bytes"] = scratch_bytes;
   state.counters["threads"] = threads;
 }

@@ -31,13 +31,13 @@ struct Row {
 };
 std::vector<Row> g_rows;
 
-#define BENCH_CHECK(expr)                                                              \
-  do {                                                                                 \
-    const cudaError_t e_ = (expr);                                                     \
-    if (e_ != cudaSuccess) {                                                           \
+#define BENCH_CHECK(expr)                                                                         \
+  do {                                                                                            \
+    const cudaError_t e_ = (expr);                                                                \
+    if (e_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      return false;                                                                    \
-    }                                                                                  \
+      return false;                                                                               \
+    }                                                                                             \
   } while (0)
 #define BENCH_STATUS(expr)                                                             \
   do {                                                                                 \
@@ -109,15 +109,21 @@ bool bench_gemm(cudaStream_t stream, LtGemm& lt, int64_t M, int64_t N, int64_t K
   const std::string shape = "M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N);
   double ms = 0;
   const int iters = M >= 1024 ? 20 : 200;
-  if (!time_ms(stream, 3, iters, [&] {
-        return ternary_gemm(x.as<uint16_t>(), codes.as<uint8_t>(), scales.as<uint16_t>(), nullptr, y.as<float>(), M,
-                            N, K, stream) == cudaSuccess;
-      }, &ms))
+  if (!time_ms(
+          stream, 3, iters,
+          [&] {
+            return ternary_gemm(x.as<uint16_t>(), codes.as<uint8_t>(), scales.as<uint16_t>(), nullptr, y.as<float>(), M,
+                                N, K, stream) == cudaSuccess;
+          },
+          &ms))
     return false;
   add("ternary_w2a16_gemm", shape, ms, flop / ms / 1e9, "TFLOP/s");
-  if (!time_ms(stream, 3, iters, [&] {
-        return lt.bf16_linear(x.as<uint16_t>(), w_bf16.as<uint16_t>(), y.as<float>(), M, N, K, stream).is_ok();
-      }, &ms))
+  if (!time_ms(
+          stream, 3, iters,
+          [&] {
+            return lt.bf16_linear(x.as<uint16_t>(), w_bf16.as<uint16_t>(), y.as<float>(), M, N, K, stream).is_ok();
+          },
+          &ms))
     return false;
   add("cublaslt_bf16_gemm", shape, ms, flop / ms / 1e9, "TFLOP/s");
   return true;
@@ -130,15 +136,18 @@ bool bench_attention(cudaStream_t stream, int64_t B, int64_t H, int64_t S, int64
     return false;
   BENCH_STATUS(o.reserve(n * 4));
   double ms = 0;
-  if (!time_ms(stream, 3, 20, [&] {
-        return flash_attention_bf16(q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), o.as<float>(), B, S, S, H,
-                                    Dh, 0.125f, stream) == cudaSuccess;
-      }, &ms))
+  if (!time_ms(
+          stream, 3, 20,
+          [&] {
+            return flash_attention_bf16(q.as<uint16_t>(), k.as<uint16_t>(), v.as<uint16_t>(), o.as<float>(), B, S, S, H,
+                                        Dh, 0.125f, stream) == cudaSuccess;
+          },
+          &ms))
     return false;
   const double flop = 4.0 * double(B) * double(H) * double(S) * double(S) * double(Dh);
-  add("flash_attention_bf16", "B" + std::to_string(B) + " H" + std::to_string(H) + " S" + std::to_string(S) + " Dh" +
-                                  std::to_string(Dh),
-      ms, flop / ms / 1e9, "TFLOP/s");
+  add("flash_attention_bf16",
+      "B" + std::to_string(B) + " H" + std::to_string(H) + " S" + std::to_string(S) + " Dh" + std::to_string(Dh), ms,
+      flop / ms / 1e9, "TFLOP/s");
   return true;
 }
 
@@ -158,7 +167,8 @@ bool bench_graph(cudaStream_t stream, LtGemm& lt, int64_t M, int64_t D) {
                             stream) != cudaSuccess)
       return false;
     if (f32_to_bf16(h.as<float>(), xb.as<uint16_t>(), M * D, stream) != cudaSuccess) return false;
-    if (!lt.bf16_linear(xb.as<uint16_t>(), w1.as<uint16_t>(), act.as<float>(), M, 4 * D, D, stream).is_ok()) return false;
+    if (!lt.bf16_linear(xb.as<uint16_t>(), w1.as<uint16_t>(), act.as<float>(), M, 4 * D, D, stream).is_ok())
+      return false;
     if (gelu_tanh(act.as<float>(), M * 4 * D, stream) != cudaSuccess) return false;
     if (f32_to_bf16(act.as<float>(), hb.as<uint16_t>(), M * 4 * D, stream) != cudaSuccess) return false;
     if (!lt.bf16_linear(hb.as<uint16_t>(), w2.as<uint16_t>(), h.as<float>(), M, D, 4 * D, stream).is_ok()) return false;
@@ -179,7 +189,9 @@ bool bench_graph(cudaStream_t stream, LtGemm& lt, int64_t M, int64_t D) {
   BENCH_CHECK(cudaStreamEndCapture(stream, &graph));
   if (!ok) return false;
   BENCH_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  if (!time_ms(stream, 3, 100, [&] { return cudaGraphLaunch(exec, stream) == cudaSuccess; }, &replay)) return false;
+  if (!time_ms(
+          stream, 3, 100, [&] { return cudaGraphLaunch(exec, stream) == cudaSuccess; }, &replay))
+    return false;
   add("dit_mlp_graph_replay", shape, replay, eager / replay, "x faster");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

@@ -56,8 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const auto& a = f.tensors()[i];
     const auto& b = r.tensors()[i];
-    if (a.name != b.name || a.dtype != b.dtype || a.shape != b.shape || a.nbytes != b.nbytes) fuzz::fail("tensor info changed");
-    if (a.nbytes && std::memcmp(data + a.offset, bytes->data() + b.offset, size_t(a.nbytes)) != 0) fuzz::fail("tensor bytes changed");
+    if (a.name != b.name || a.dtype != b.dtype || a.shape != b.shape || a.nbytes != b.nbytes)
+      fuzz::fail("tensor info changed");
+    if (a.nbytes && std::memcmp(data + a.offset, bytes->data() + b.offset, size_t(a.nbytes)) != 0)
+      fuzz::fail("tensor bytes changed");
   }
   return 0;
 }

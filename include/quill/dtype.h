@@ -22,8 +22,8 @@ enum class DType : uint8_t {
   kF64,
   kBool,
   // Block-quantized types: a row of K elements is K / block_size blocks of block_bytes.
-  kQ8_0,       // ggml q8_0: 32 x int8 + f16 scale (34 bytes)
-  kTQ2_0_G128, // ternary: 128 x 2-bit codes (32 bytes) + f16 scale = 34 bytes
+  kQ8_0,        // ggml q8_0: 32 x int8 + f16 scale (34 bytes)
+  kTQ2_0_G128,  // ternary: 128 x 2-bit codes (32 bytes) + f16 scale = 34 bytes
   kCount,
 };
 
@@ -43,8 +43,16 @@ std::optional<DType> dtype_from_name(std::string_view name);  // accepts canonic
 std::optional<int64_t> dtype_bytes_for(DType t, int64_t n);
 
 // ---- exact scalar conversions (round-to-nearest-even; NaN/Inf preserved where representable) ----
-inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
-inline float f32_from_bits(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);

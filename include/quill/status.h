@@ -65,25 +65,39 @@ Status make_error(ErrorCode code, const Args&... args) {
   return Status(code, str_cat(args...));
 }
 template <typename... Args>
-Status invalid_argument(const Args&... a) { return make_error(ErrorCode::kInvalidArgument, a...); }
+Status invalid_argument(const Args&... a) {
+  return make_error(ErrorCode::kInvalidArgument, a...);
+}
 template <typename... Args>
-Status invalid_file(const Args&... a) { return make_error(ErrorCode::kInvalidFile, a...); }
+Status invalid_file(const Args&... a) {
+  return make_error(ErrorCode::kInvalidFile, a...);
+}
 template <typename... Args>
-Status not_found(const Args&... a) { return make_error(ErrorCode::kNotFound, a...); }
+Status not_found(const Args&... a) {
+  return make_error(ErrorCode::kNotFound, a...);
+}
 template <typename... Args>
-Status unsupported(const Args&... a) { return make_error(ErrorCode::kUnsupported, a...); }
+Status unsupported(const Args&... a) {
+  return make_error(ErrorCode::kUnsupported, a...);
+}
 template <typename... Args>
-Status io_error(const Args&... a) { return make_error(ErrorCode::kIo, a...); }
+Status io_error(const Args&... a) {
+  return make_error(ErrorCode::kIo, a...);
+}
 template <typename... Args>
-Status out_of_range(const Args&... a) { return make_error(ErrorCode::kOutOfRange, a...); }
+Status out_of_range(const Args&... a) {
+  return make_error(ErrorCode::kOutOfRange, a...);
+}
 template <typename... Args>
-Status internal_error(const Args&... a) { return make_error(ErrorCode::kInternal, a...); }
+Status internal_error(const Args&... a) {
+  return make_error(ErrorCode::kInternal, a...);
+}
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}               // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {         // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).is_ok() && "Result constructed from an ok Status");
   }
 
@@ -95,9 +109,18 @@ class [[nodiscard]] Result {
   }
   Status take_status() { return is_ok() ? Status() : std::move(std::get<Status>(v_)); }
 
-  T& value() & { assert(is_ok()); return std::get<T>(v_); }
-  const T& value() const& { assert(is_ok()); return std::get<T>(v_); }
-  T&& value() && { assert(is_ok()); return std::get<T>(std::move(v_)); }
+  T& value() & {
+    assert(is_ok());
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    assert(is_ok());
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    assert(is_ok());
+    return std::get<T>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -113,15 +136,14 @@ class [[nodiscard]] Result {
 #define QUILL_CONCAT(a, b) QUILL_CONCAT_INNER(a, b)
 
 // Return the Status from the enclosing function if `expr` (a Status) failed.
-#define QUILL_RETURN_IF_ERROR(expr)                 \
-  do {                                              \
-    ::quill::Status quill_status_ = (expr);         \
+#define QUILL_RETURN_IF_ERROR(expr)                   \
+  do {                                                \
+    ::quill::Status quill_status_ = (expr);           \
     if (!quill_status_.is_ok()) return quill_status_; \
   } while (0)
 
 // `QUILL_ASSIGN_OR_RETURN(auto x, f());` unwraps a Result or returns its Status.
-#define QUILL_ASSIGN_OR_RETURN(lhs, expr) \
-  QUILL_ASSIGN_OR_RETURN_IMPL(QUILL_CONCAT(quill_result_, __LINE__), lhs, expr)
+#define QUILL_ASSIGN_OR_RETURN(lhs, expr) QUILL_ASSIGN_OR_RETURN_IMPL(QUILL_CONCAT(quill_result_, __LINE__), lhs, expr)
 #define QUILL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                                \
   if (!tmp.is_ok()) return tmp.take_status();       \

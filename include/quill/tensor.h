@@ -54,7 +54,10 @@ class Tensor {
 
   bool defined() const { return data_ != nullptr || shape_.numel() == 0; }
   void* data() const { return data_; }
-  template <typename T> T* data_as() const { return static_cast<T*>(data_); }
+  template <typename T>
+  T* data_as() const {
+    return static_cast<T*>(data_);
+  }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
@@ -68,7 +71,7 @@ class Tensor {
   int64_t nbytes() const;  // bytes of a contiguous tensor of this shape and dtype
 
   // Views (no copies).
-  Tensor reshape(Shape shape) const;                       // contiguous only; numel must match
+  Tensor reshape(Shape shape) const;                        // contiguous only; numel must match
   Tensor slice(int dim, int64_t begin, int64_t end) const;  // scalar dtypes only
   Tensor with_strides(const std::array<int64_t, kMaxRank>& strides) const;
 

@@ -90,11 +90,16 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
   }
   DType dt;
   quant::QuantMode mode = quant::QuantMode::kA8;
-  if (type == "tq2-exact") dt = DType::kTQ2_0_G128, mode = quant::QuantMode::kExact;
-  else if (type == "tq2-a8") dt = DType::kTQ2_0_G128;
-  else if (type == "q8_0") dt = DType::kQ8_0;
-  else if (type == "bf16") dt = DType::kBF16;
-  else if (type == "f16") dt = DType::kF16, mode = quant::QuantMode::kExact;
+  if (type == "tq2-exact")
+    dt = DType::kTQ2_0_G128, mode = quant::QuantMode::kExact;
+  else if (type == "tq2-a8")
+    dt = DType::kTQ2_0_G128;
+  else if (type == "q8_0")
+    dt = DType::kQ8_0;
+  else if (type == "bf16")
+    dt = DType::kBF16;
+  else if (type == "f16")
+    dt = DType::kF16, mode = quant::QuantMode::kExact;
   else {
     *why = "unknown type";
     return -1;
@@ -140,8 +145,14 @@ int run(const Options& o) {
           const double gflops = t > 0 ? flops / t * 1e-9 : 0.0;
           const double ratio = t > 0 && sgemm > 0 ? sgemm / t : 0.0;
           if (o.json) {
-            rows.push_back({{"type", type}, {"M", M}, {"K", K}, {"N", N}, {"threads", threads},
-                            {"seconds", t > 0 ? t : 0.0}, {"gflops", gflops}, {"vs_sgemm", ratio},
+            rows.push_back({{"type", type},
+                            {"M", M},
+                            {"K", K},
+                            {"N", N},
+                            {"threads", threads},
+                            {"seconds", t > 0 ? t : 0.0},
+                            {"gflops", gflops},
+                            {"vs_sgemm", ratio},
                             {"error", why}});
           } else if (t > 0) {
             std::printf("%-14s %6lld %6lld %6lld %10.2f %10.1f %9.2f\n", type.c_str(), (long long)M, (long long)K,

@@ -42,8 +42,8 @@ VaeWeightSource random_weights(uint32_t seed) {
   return [rng](const std::string& name, const Shape& shape) -> Result<Tensor> {
     Tensor t = Tensor::empty(DType::kF32, shape);
     float* p = t.data_as<float>();
-    const bool is_norm = name.find("norm") != std::string::npos && name.size() > 7 &&
-                         name.compare(name.size() - 7, 7, ".weight") == 0;
+    const bool is_norm =
+        name.find("norm") != std::string::npos && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
     const float stddev = shape.rank() >= 2 ? float(1.0 / std::sqrt(double(shape.numel() / shape[0]))) : 0.01f;
     std::normal_distribution<float> nd(0.0f, stddev);
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = is_norm ? 1.0f : nd(*rng);
@@ -105,7 +105,8 @@ int run(const Options& o) {
   double sum = 0, sq = 0;
   const float* p = img->data_as<float>();
   for (int64_t i = 0; i < img->numel(); ++i) sum += p[i], sq += double(p[i]) * p[i];
-  const double mean = sum / double(img->numel()), stddev = std::sqrt(std::max(0.0, sq / double(img->numel()) - mean * mean));
+  const double mean = sum / double(img->numel()),
+               stddev = std::sqrt(std::max(0.0, sq / double(img->numel()) - mean * mean));
   const double rss_peak = peak_rss_mib();
   std::printf("vae decode %lldx%lld (latent %lldx%lldx%lld), %s, tiling %s, %d threads\n", (long long)o.height,
               (long long)o.width, (long long)c.latent_channels, (long long)(o.height / f), (long long)(o.width / f),

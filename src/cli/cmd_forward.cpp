@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
-#include "core/log.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/sd3_engine.h"
 
@@ -22,14 +22,16 @@ struct Options {
 };
 
 // Reads a named float tensor as f32 and checks its shape; `want` uses -1 for "any".
-Result<std::vector<float>> read_input(const SafetensorsFile& f, const std::string& name, const std::vector<int64_t>& want) {
+Result<std::vector<float>> read_input(const SafetensorsFile& f, const std::string& name,
+                                      const std::vector<int64_t>& want) {
   const TensorInfo* info = f.find(name);
   if (!info) {
     std::string have;
     for (const auto& t : f.tensors()) have += (have.empty() ? "" : ", ") + t.name;
     return invalid_argument("missing input tensor '", name,
                             "'; expected hidden_states [B,C,H,W], encoder_hidden_states [B,T,J], "
-                            "pooled_projections [B,P], timestep [B]; file has: ", have.empty() ? "(none)" : have)
+                            "pooled_projections [B,P], timestep [B]; file has: ",
+                            have.empty() ? "(none)" : have)
         .with_file(f.path());
   }
   QUILL_ASSIGN_OR_RETURN(Tensor t, f.tensor(name));
@@ -37,11 +39,18 @@ Result<std::vector<float>> read_input(const SafetensorsFile& f, const std::strin
   for (int i = 0; ok && i < t.rank(); ++i) ok = want[size_t(i)] < 0 || want[size_t(i)] == t.dim(i);
   if (!ok) {
     std::string w = "[";
-    for (size_t i = 0; i < want.size(); ++i) w += (i ? ", " : "") + (want[i] < 0 ? std::string("*") : std::to_string(want[i]));
-    return invalid_argument("wrong shape").with_tensor(name).with_file(f.path()).with_expected_found(w + "]", t.shape().to_string());
+    for (size_t i = 0; i < want.size(); ++i)
+      w += (i ? ", " : "") + (want[i] < 0 ? std::string("*") : std::to_string(want[i]));
+    return invalid_argument("wrong shape")
+        .with_tensor(name)
+        .with_file(f.path())
+        .with_expected_found(w + "]", t.shape().to_string());
   }
   if (!dtype_traits(t.dtype()).is_float)
-    return invalid_argument("wrong dtype").with_tensor(name).with_file(f.path()).with_expected_found("f32, f16 or bf16", dtype_name(t.dtype()));
+    return invalid_argument("wrong dtype")
+        .with_tensor(name)
+        .with_file(f.path())
+        .with_expected_found("f32, f16 or bf16", dtype_name(t.dtype()));
   std::vector<float> v = t.to_f32_vector();
   return v;
 }
@@ -105,17 +114,20 @@ int run(const Options& o) {
   if (!ws) return report_error(ws);
   std::sort(times.begin(), times.end());
   if (o.json) {
-    std::printf("{\"bench\": \"quill_sd3_forward\", \"threads\": %d, \"runs\": %zu, \"median_s\": %.6f, \"min_s\": %.6f, "
-                "\"plan_build_s\": %.6f, \"load_s\": %.6f, \"arena_bytes\": %zu}\n",
-                pool.num_threads(), times.size(), times[times.size() / 2] / 1e3, times.front() / 1e3, plan_ms / 1e3,
-                load_ms / 1e3, plan.value()->arena_bytes);
+    std::printf(
+        "{\"bench\": \"quill_sd3_forward\", \"threads\": %d, \"runs\": %zu, \"median_s\": %.6f, \"min_s\": %.6f, "
+        "\"plan_build_s\": %.6f, \"load_s\": %.6f, \"arena_bytes\": %zu}\n",
+        pool.num_threads(), times.size(), times[times.size() / 2] / 1e3, times.front() / 1e3, plan_ms / 1e3,
+        load_ms / 1e3, plan.value()->arena_bytes);
     return kExitOk;
   }
   std::printf("model %s: %lld layers, dim %lld; bucket %s\n", o.model.c_str(), (long long)cfg.num_layers,
               (long long)cfg.inner_dim(), bucket.to_string().c_str());
-  std::printf("load %.1f ms, plan build (cold) %.1f ms, arena %.1f MiB, forward (warm) median %.1f ms over %zu run(s), threads %d\n",
-              load_ms, plan_ms, plan.value()->arena_bytes / (1024.0 * 1024.0), times[times.size() / 2], times.size(),
-              pool.num_threads());
+  std::printf(
+      "load %.1f ms, plan build (cold) %.1f ms, arena %.1f MiB, forward (warm) median %.1f ms over %zu run(s), threads "
+      "%d\n",
+      load_ms, plan_ms, plan.value()->arena_bytes / (1024.0 * 1024.0), times[times.size() / 2], times.size(),
+      pool.num_threads());
   std::printf("device: %s\n", device_line.c_str());
   std::printf("wrote %s (sample %s)\n", o.output.c_str(), sample.shape().to_string().c_str());
   if (o.diag) std::printf("ops:\n%s", engine.ops().stats().to_string().c_str());
@@ -126,11 +138,14 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--model", o->model, "SD3 transformer: diffusers folder, .safetensors or .gguf")->required();
   sub.add_option("--inputs", o->inputs,
-                 "safetensors with hidden_states [B,C,H,W], encoder_hidden_states [B,T,J], pooled_projections [B,P], timestep [B]")
+                 "safetensors with hidden_states [B,C,H,W], encoder_hidden_states [B,T,J], pooled_projections [B,P], "
+                 "timestep [B]")
       ->required();
   sub.add_option("--output,-o", o->output, "safetensors to write with 'sample' [B,Cout,H,W]")->required();
-  sub.add_option("--threads", o->threads, "CPU threads (default: QUILL_THREADS or all cores)")->check(CLI::Range(1, 1024));
-  sub.add_option("--repeat", o->repeat, "Run the forward this many times and report the median")->check(CLI::Range(1, 1000));
+  sub.add_option("--threads", o->threads, "CPU threads (default: QUILL_THREADS or all cores)")
+      ->check(CLI::Range(1, 1024));
+  sub.add_option("--repeat", o->repeat, "Run the forward this many times and report the median")
+      ->check(CLI::Range(1, 1000));
   sub.add_flag("--json", o->json, "Print the timings as one JSON line");
   sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")

@@ -25,7 +25,8 @@ struct Options {
   bool tiled = false;
 };
 
-Result<SD3Conditioning> read_conditioning(const std::string& path, const SD3Config& cfg, int64_t* batch, int64_t* text_len) {
+Result<SD3Conditioning> read_conditioning(const std::string& path, const SD3Config& cfg, int64_t* batch,
+                                          int64_t* text_len) {
   QUILL_ASSIGN_OR_RETURN(auto f, SafetensorsFile::open(path));
   for (const char* name : {"encoder_hidden_states", "pooled_projections"})
     if (!f->find(name))
@@ -35,13 +36,19 @@ Result<SD3Conditioning> read_conditioning(const std::string& path, const SD3Conf
   QUILL_ASSIGN_OR_RETURN(Tensor e, f->tensor("encoder_hidden_states"));
   QUILL_ASSIGN_OR_RETURN(Tensor p, f->tensor("pooled_projections"));
   if (e.rank() != 3 || e.dim(2) != cfg.joint_attention_dim || !dtype_traits(e.dtype()).is_float)
-    return invalid_argument("wrong shape or dtype").with_tensor("encoder_hidden_states").with_file(path)
+    return invalid_argument("wrong shape or dtype")
+        .with_tensor("encoder_hidden_states")
+        .with_file(path)
         .with_expected_found(str_cat("float [B, T, ", cfg.joint_attention_dim, "]"), e.describe());
-  if (p.rank() != 2 || p.dim(0) != e.dim(0) || p.dim(1) != cfg.pooled_projection_dim || !dtype_traits(p.dtype()).is_float)
-    return invalid_argument("wrong shape or dtype").with_tensor("pooled_projections").with_file(path)
+  if (p.rank() != 2 || p.dim(0) != e.dim(0) || p.dim(1) != cfg.pooled_projection_dim ||
+      !dtype_traits(p.dtype()).is_float)
+    return invalid_argument("wrong shape or dtype")
+        .with_tensor("pooled_projections")
+        .with_file(path)
         .with_expected_found(str_cat("float [", e.dim(0), ", ", cfg.pooled_projection_dim, "]"), p.describe());
   if (*batch >= 0 && (e.dim(0) != *batch || e.dim(1) != *text_len))
-    return invalid_argument("negative conditioning must match the positive one's batch and length").with_file(path)
+    return invalid_argument("negative conditioning must match the positive one's batch and length")
+        .with_file(path)
         .with_expected_found(str_cat("[", *batch, ", ", *text_len, ", *]"), e.shape().to_string());
   *batch = e.dim(0);
   *text_len = e.dim(1);
@@ -50,7 +57,8 @@ Result<SD3Conditioning> read_conditioning(const std::string& path, const SD3Conf
 
 int run(const Options& o) {
   if (o.cfg > 1.0f && o.negative.empty())
-    return report_error(invalid_argument("--cfg ", o.cfg, " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip guidance"));
+    return report_error(invalid_argument(
+        "--cfg ", o.cfg, " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip guidance"));
   ThreadPool::set_global_threads(o.threads > 0 ? o.threads : default_thread_count());
   const auto t0 = std::chrono::steady_clock::now();
   auto engine = open_sd3_engine(o.model, ThreadPool::global());
@@ -78,7 +86,9 @@ int run(const Options& o) {
     if (!lt) return report_error(lt.status());
     const Shape want{batch, cfg.in_channels, o.height / f, o.width / f};
     if (lt->shape() != want)
-      return report_error(invalid_argument("wrong shape").with_tensor("latents").with_file(o.latents)
+      return report_error(invalid_argument("wrong shape")
+                              .with_tensor("latents")
+                              .with_file(o.latents)
                               .with_expected_found(want.to_string(), lt->shape().to_string()));
     latents = lt->to_f32_vector();
   }
@@ -123,11 +133,12 @@ int run(const Options& o) {
   }
   const double save_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_save).count();
   const auto stats = (*engine)->plan_stats();
-  std::printf("timing: load %.0f ms, denoise %.0f ms (%d steps, %.2f steps/s, CFG %s, plan builds %llu), decode %.0f ms%s, "
-              "save %.0f ms; peak RSS %.1f MiB\n",
-              load_ms, timings.denoise_ms, timings.steps, timings.steps / (timings.denoise_ms / 1e3),
-              o.cfg > 1.0f ? "batched 2x" : "off", (unsigned long long)stats.builds, timings.decode_ms,
-              o.tiled ? " (tiled)" : "", save_ms, double(peak_rss_bytes()) / (1024.0 * 1024.0));
+  std::printf(
+      "timing: load %.0f ms, denoise %.0f ms (%d steps, %.2f steps/s, CFG %s, plan builds %llu), decode %.0f ms%s, "
+      "save %.0f ms; peak RSS %.1f MiB\n",
+      load_ms, timings.denoise_ms, timings.steps, timings.steps / (timings.denoise_ms / 1e3),
+      o.cfg > 1.0f ? "batched 2x" : "off", (unsigned long long)stats.builds, timings.decode_ms,
+      o.tiled ? " (tiled)" : "", save_ms, double(peak_rss_bytes()) / (1024.0 * 1024.0));
   return kExitOk;
 }
 
@@ -135,14 +146,18 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--model", o->model, "SD3 transformer (diffusers folder, .safetensors or .gguf)")->required();
   sub.add_option("--vae", o->vae, "AutoencoderKL (diffusers folder or .safetensors)")->required();
-  sub.add_option("--cond", o->cond, "safetensors with encoder_hidden_states [B,T,J] and pooled_projections [B,P]")->required();
+  sub.add_option("--cond", o->cond, "safetensors with encoder_hidden_states [B,T,J] and pooled_projections [B,P]")
+      ->required();
   sub.add_option("--negative", o->negative, "the same for the negative prompt (needed when --cfg > 1)");
   sub.add_option("--latents", o->latents, "initial latents [B,C,H/f,W/f] from a file (else seeded noise)");
   sub.add_option("--steps", o->steps, "denoising steps")->check(CLI::Range(1, 1000));
-  sub.add_option("--cfg", o->cfg, "classifier-free guidance scale (<= 1 turns guidance off)")->check(CLI::Range(0.0, 100.0));
+  sub.add_option("--cfg", o->cfg, "classifier-free guidance scale (<= 1 turns guidance off)")
+      ->check(CLI::Range(0.0, 100.0));
   sub.add_option("--shift", o->shift, "flow-matching static shift (SD3: 3.0)")->check(CLI::Range(0.01, 100.0));
   sub.add_option("--seed", o->seed, "seed for the initial noise (Philox; same seed = same image everywhere)");
-  sub.add_option("--width", o->width, "image width in pixels (multiple of VAE factor x patch size)")->required()->check(CLI::Range(8, 16384));
+  sub.add_option("--width", o->width, "image width in pixels (multiple of VAE factor x patch size)")
+      ->required()
+      ->check(CLI::Range(8, 16384));
   sub.add_option("--height", o->height, "image height in pixels")->required()->check(CLI::Range(8, 16384));
   sub.add_flag("--tiled", o->tiled, "decode in overlapping tiles (bounded memory for large images)");
   sub.add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024));

@@ -22,8 +22,10 @@ nlohmann::json summarize(const nlohmann::json& j, size_t max_array = 32) {
   if (j.is_array() || j.is_object()) {
     nlohmann::json out = j.is_array() ? nlohmann::json::array() : nlohmann::json::object();
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (j.is_array()) out.push_back(summarize(*it, max_array));
-      else out[it.key()] = summarize(*it, max_array);
+      if (j.is_array())
+        out.push_back(summarize(*it, max_array));
+      else
+        out[it.key()] = summarize(*it, max_array);
     }
     return out;
   }
@@ -78,12 +80,16 @@ int run_info(const std::string& path, bool json, bool list_tensors) {
         {"bytes", bytes},
     };
     nlohmann::json dt = nlohmann::json::object();
-    for (const auto& [name, s] : by_dtype) dt[name] = {{"tensors", s.tensors}, {"parameters", s.parameters}, {"bytes", s.bytes}};
+    for (const auto& [name, s] : by_dtype)
+      dt[name] = {{"tensors", s.tensors}, {"parameters", s.parameters}, {"bytes", s.bytes}};
     out["dtypes"] = dt;
     if (list_tensors) {
       nlohmann::json ts = nlohmann::json::array();
       for (const auto& [name, e] : m.entries())
-        ts.push_back({{"name", name}, {"dtype", dtype_name(e.tensor.dtype())}, {"shape", e.tensor.shape().to_vector()}, {"file", e.file}});
+        ts.push_back({{"name", name},
+                      {"dtype", dtype_name(e.tensor.dtype())},
+                      {"shape", e.tensor.shape().to_vector()},
+                      {"file", e.file}});
       out["tensors"] = ts;
     }
     std::printf("%s\n", dump_json(out).c_str());
@@ -111,7 +117,8 @@ int run_info(const std::string& path, bool json, bool list_tensors) {
   if (list_tensors) {
     std::printf("tensor list:\n");
     for (const auto& [name, e] : m.entries())
-      std::printf("  %-60s %-10s %s\n", name.c_str(), dtype_name(e.tensor.dtype()), e.tensor.shape().to_string().c_str());
+      std::printf("  %-60s %-10s %s\n", name.c_str(), dtype_name(e.tensor.dtype()),
+                  e.tensor.shape().to_string().c_str());
   }
   return kExitOk;
 }
@@ -120,7 +127,8 @@ Runner setup(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto tensors = std::make_shared<bool>(false);
-  sub.add_option("PATH", *path, "A model folder (diffusers/transformers), .safetensors, .safetensors.index.json or .gguf")
+  sub.add_option("PATH", *path,
+                 "A model folder (diffusers/transformers), .safetensors, .safetensors.index.json or .gguf")
       ->required();
   sub.add_flag("--json", *json, "Print one JSON object instead of text");
   sub.add_flag("--tensors", *tensors, "Also list every tensor (name, dtype, shape)");

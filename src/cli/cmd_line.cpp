@@ -21,7 +21,8 @@ struct Options {
 };
 
 std::string default_model_dir() {
-  for (const char* p : {"models/quill-line", QUILL_SOURCE_DIR "/models/quill-line", "/usr/share/quill/models/quill-line"}) {
+  for (const char* p :
+       {"models/quill-line", QUILL_SOURCE_DIR "/models/quill-line", "/usr/share/quill/models/quill-line"}) {
     std::ifstream f(std::string(p) + "/config.json");
     if (f) return p;
   }
@@ -33,8 +34,9 @@ int run(const Options& o) {
     return report_error(invalid_argument("give exactly one of --text or --batch-file"));
   std::string model = o.model.empty() ? default_model_dir() : o.model;
   if (model.empty())
-    return report_error(not_found("no trained line model is installed yet (looked for models/quill-line/config.json); "
-                                  "pass --model DIR with a line model (config.json + model.safetensors)"));
+    return report_error(
+        not_found("no trained line model is installed yet (looked for models/quill-line/config.json); "
+                  "pass --model DIR with a line model (config.json + model.safetensors)"));
   std::vector<std::string> texts;
   if (!o.text.empty()) {
     texts.push_back(o.text);
@@ -72,18 +74,21 @@ int run(const Options& o) {
       const auto dot = path.rfind('.');
       char num[32];
       std::snprintf(num, sizeof(num), "_%04zu", i);
-      path = (dot == std::string::npos ? path : path.substr(0, dot)) + num + (dot == std::string::npos ? ".png" : path.substr(dot));
+      path = (dot == std::string::npos ? path : path.substr(0, dot)) + num +
+             (dot == std::string::npos ? ".png" : path.substr(dot));
     }
     Image img{int(li.width), int(li.height), 1, li.gray};
     Status st = write_png(path, img);
     if (!st) return report_error(st);
-    if (lines->size() == 1) std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
+    if (lines->size() == 1)
+      std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
   }
   const auto ps = (*pipe)->engine().plan_stats();
-  std::printf("timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
-              "plan builds %llu, plan reuses %llu); peak RSS %.1f MiB\n",
-              load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), o.steps,
-              (unsigned long long)ps.builds, (unsigned long long)ps.hits, double(peak_rss_bytes()) / (1024.0 * 1024.0));
+  std::printf(
+      "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
+      "plan builds %llu, plan reuses %llu); peak RSS %.1f MiB\n",
+      load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), o.steps,
+      (unsigned long long)ps.builds, (unsigned long long)ps.hits, double(peak_rss_bytes()) / (1024.0 * 1024.0));
   return kExitOk;
 }
 
@@ -93,12 +98,15 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--batch-file", o->batch_file, "a file with one line per row; outputs get _NNNN suffixes");
   sub.add_option("--style", o->style, "style reference image (PNG or JPEG) of the hand to imitate");
   sub.add_option("--model", o->model, "line model folder (default: the embedded models/quill-line)");
-  sub.add_option("--font", o->font, "font for the glyph line (default: DejaVu Sans); must match the model's training font");
+  sub.add_option("--font", o->font,
+                 "font for the glyph line (default: DejaVu Sans); must match the model's training font");
   sub.add_option("--steps", o->steps, "sampling steps")->check(CLI::Range(1, 1000));
-  sub.add_option("--cfg", o->cfg, "style guidance scale (<= 1: off); run as one 2x batch")->check(CLI::Range(0.0, 50.0));
+  sub.add_option("--cfg", o->cfg, "style guidance scale (<= 1: off); run as one 2x batch")
+      ->check(CLI::Range(0.0, 50.0));
   sub.add_option("--shift", o->shift, "flow-matching shift")->check(CLI::Range(0.01, 100.0));
   sub.add_option("--seed", o->seed, "noise seed");
-  sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")->check(CLI::IsMember({"error", "clamp"}));
+  sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")
+      ->check(CLI::IsMember({"error", "clamp"}));
   sub.add_option("--max-batch", o->max_batch, "lines sampled together per bucket")->check(CLI::Range(1, 256));
   sub.add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024));
   sub.add_option("-o,--output", o->output, "output PNG")->required();
@@ -106,5 +114,6 @@ Runner setup(CLI::App& sub) {
 }
 
 }  // namespace
-QUILL_COMMAND(line, "line", "Write a line of text in the hand of a style reference image (handwriting line studio)", setup);
+QUILL_COMMAND(line, "line", "Write a line of text in the hand of a style reference image (handwriting line studio)",
+              setup);
 }  // namespace quill::cli

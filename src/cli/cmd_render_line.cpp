@@ -40,18 +40,23 @@ int run(const Options& o) {
                  list.c_str());
   }
   if (o.json) {
-    nlohmann::json j = {{"natural_width", b.natural_width}, {"canvas_width", b.canvas_width},
-                        {"height", g->height},              {"latent_width", b.latent_width},
-                        {"tokens", b.tokens},               {"clamped", b.clamped},
-                        {"glyphs", g->glyph_count},         {"font", (*r)->font_path()}};
+    nlohmann::json j = {{"natural_width", b.natural_width},
+                        {"canvas_width", b.canvas_width},
+                        {"height", g->height},
+                        {"latent_width", b.latent_width},
+                        {"tokens", b.tokens},
+                        {"clamped", b.clamped},
+                        {"glyphs", g->glyph_count},
+                        {"font", (*r)->font_path()}};
     nlohmann::json missing = nlohmann::json::array();
     for (uint32_t cp : g->missing) missing.push_back(describe_code_point(cp));
     j["missing"] = missing;
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("natural width %lld px, canvas %lldx%lld px%s, latent width %lld, %lld tokens per row; font %s\n",
-                (long long)b.natural_width, (long long)b.canvas_width, (long long)g->height, b.clamped ? " (clipped)" : "",
-                (long long)b.latent_width, (long long)b.tokens, (*r)->font_path().c_str());
+                (long long)b.natural_width, (long long)b.canvas_width, (long long)g->height,
+                b.clamped ? " (clipped)" : "", (long long)b.latent_width, (long long)b.tokens,
+                (*r)->font_path().c_str());
   }
   return kExitOk;
 }
@@ -64,7 +69,8 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--max-width", o->max_width, "widest canvas in pixels (multiple of 16)")->check(CLI::Range(16, 65536));
   sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp (clip to --max-width)")
       ->check(CLI::IsMember({"error", "clamp"}));
-  sub.add_option("--downscale", o->downscale, "canvas pixels per latent pixel, for the bucket report")->check(CLI::Range(1, 64));
+  sub.add_option("--downscale", o->downscale, "canvas pixels per latent pixel, for the bucket report")
+      ->check(CLI::Range(1, 64));
   sub.add_option("--patch", o->patch, "latent pixels per token, for the bucket report")->check(CLI::Range(1, 64));
   sub.add_option("-o,--output", o->output, "PNG to write (gray, 255 = paper)");
   sub.add_flag("--json", o->json, "print the measurements as JSON");
@@ -72,5 +78,6 @@ Runner setup(CLI::App& sub) {
 }
 
 }  // namespace
-QUILL_COMMAND(render_line, "render-line", "Render a line of text as the glyph line the line model is conditioned on", setup);
+QUILL_COMMAND(render_line, "render-line", "Render a line of text as the glyph line the line model is conditioned on",
+              setup);
 }  // namespace quill::cli

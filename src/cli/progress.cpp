@@ -7,7 +7,10 @@
 namespace quill::cli {
 
 Progress::Progress(std::string label, int total, std::string unit)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total), tty_(isatty(STDERR_FILENO) != 0),
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      tty_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 Progress::~Progress() { finish(); }
@@ -24,8 +27,8 @@ void Progress::update(int done) {
   const int filled = total_ > 0 ? done * kWidth / total_ : kWidth;
   std::string bar(size_t(filled), '#');
   bar.resize(kWidth, ' ');
-  std::fprintf(stderr, "\r%s [%s] %d/%d %s, %.2f %s/s", label_.c_str(), bar.c_str(), done, total_, unit_.c_str(), rate(),
-               unit_.c_str());
+  std::fprintf(stderr, "\r%s [%s] %d/%d %s, %.2f %s/s", label_.c_str(), bar.c_str(), done, total_, unit_.c_str(),
+               rate(), unit_.c_str());
   std::fflush(stderr);
 }
 

@@ -19,7 +19,10 @@ class Arena {
   void reserve(size_t capacity);
   // Returns nullptr when the arena is exhausted (callers size it first; see Planner).
   void* allocate(size_t bytes, size_t align = kAlign);
-  template <typename T> T* allocate_n(size_t n) { return static_cast<T*>(allocate(n * sizeof(T), alignof(T) > kAlign ? alignof(T) : kAlign)); }
+  template <typename T>
+  T* allocate_n(size_t n) {
+    return static_cast<T*>(allocate(n * sizeof(T), alignof(T) > kAlign ? alignof(T) : kAlign));
+  }
   void reset() { used_ = 0; }
 
   size_t capacity() const { return capacity_; }
@@ -30,7 +33,9 @@ class Arena {
   void rewind(size_t mark) { used_ = mark; }
 
  private:
-  struct FreeDeleter { void operator()(void* p) const; };
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
   std::unique_ptr<void, FreeDeleter> block_;
   size_t capacity_ = 0, used_ = 0, high_water_ = 0;
 };

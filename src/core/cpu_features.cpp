@@ -94,9 +94,12 @@ void clear_cpu_isa_override() { g_override.store(-1); }
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {
-    case CpuIsa::kScalar: return "scalar";
-    case CpuIsa::kAvx2: return "avx2";
-    case CpuIsa::kAvx512: return "avx512";
+    case CpuIsa::kScalar:
+      return "scalar";
+    case CpuIsa::kAvx2:
+      return "avx2";
+    case CpuIsa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
@@ -104,10 +107,22 @@ const char* cpu_isa_name(CpuIsa isa) {
 std::string cpu_features_string() {
   const auto& f = cpu_features();
   std::string s = std::string("isa=") + cpu_isa_name(cpu_isa());
-  auto add = [&](bool on, const char* n) { if (on) { s += ' '; s += n; } };
-  add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c"); add(f.avx512f, "avx512f");
-  add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl"); add(f.avx512vnni, "avx512vnni");
-  add(f.avx512bf16, "avx512bf16"); add(f.avx_vnni, "avx_vnni"); add(f.amx_tile, "amx");
+  auto add = [&](bool on, const char* n) {
+    if (on) {
+      s += ' ';
+      s += n;
+    }
+  };
+  add(f.avx2, "avx2");
+  add(f.fma, "fma");
+  add(f.f16c, "f16c");
+  add(f.avx512f, "avx512f");
+  add(f.avx512bw, "avx512bw");
+  add(f.avx512vl, "avx512vl");
+  add(f.avx512vnni, "avx512vnni");
+  add(f.avx512bf16, "avx512bf16");
+  add(f.avx_vnni, "avx_vnni");
+  add(f.amx_tile, "amx");
   return s;
 }
 

@@ -101,8 +101,10 @@ float decode_small(uint8_t v, int exp_bits, int mant_bits, int bias) {
   const int e = (v >> mant_bits) & ((1 << exp_bits) - 1);
   const int m = v & ((1 << mant_bits) - 1);
   float r;
-  if (e == 0) r = std::ldexp(float(m), 1 - bias - mant_bits);
-  else r = std::ldexp(float(m | (1 << mant_bits)), e - bias - mant_bits);
+  if (e == 0)
+    r = std::ldexp(float(m), 1 - bias - mant_bits);
+  else
+    r = std::ldexp(float(m | (1 << mant_bits)), e - bias - mant_bits);
   return neg ? -r : r;
 }
 
@@ -169,25 +171,71 @@ uint8_t f32_to_f8e5m2(float f) {
 
 bool convert_to_f32(DType src, const void* in, float* out, int64_t n) {
   switch (src) {
-    case DType::kF32: std::memcpy(out, in, size_t(n) * 4); return true;
-    case DType::kF16: { auto p = static_cast<const uint16_t*>(in); for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(p[i]); return true; }
-    case DType::kBF16: { auto p = static_cast<const uint16_t*>(in); for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]); return true; }
-    case DType::kF8E4M3: { auto p = static_cast<const uint8_t*>(in); for (int64_t i = 0; i < n; ++i) out[i] = f8e4m3_to_f32(p[i]); return true; }
-    case DType::kF8E5M2: { auto p = static_cast<const uint8_t*>(in); for (int64_t i = 0; i < n; ++i) out[i] = f8e5m2_to_f32(p[i]); return true; }
-    case DType::kF64: { auto p = static_cast<const double*>(in); for (int64_t i = 0; i < n; ++i) out[i] = float(p[i]); return true; }
-    default: return false;
+    case DType::kF32:
+      std::memcpy(out, in, size_t(n) * 4);
+      return true;
+    case DType::kF16: {
+      auto p = static_cast<const uint16_t*>(in);
+      for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(p[i]);
+      return true;
+    }
+    case DType::kBF16: {
+      auto p = static_cast<const uint16_t*>(in);
+      for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]);
+      return true;
+    }
+    case DType::kF8E4M3: {
+      auto p = static_cast<const uint8_t*>(in);
+      for (int64_t i = 0; i < n; ++i) out[i] = f8e4m3_to_f32(p[i]);
+      return true;
+    }
+    case DType::kF8E5M2: {
+      auto p = static_cast<const uint8_t*>(in);
+      for (int64_t i = 0; i < n; ++i) out[i] = f8e5m2_to_f32(p[i]);
+      return true;
+    }
+    case DType::kF64: {
+      auto p = static_cast<const double*>(in);
+      for (int64_t i = 0; i < n; ++i) out[i] = float(p[i]);
+      return true;
+    }
+    default:
+      return false;
   }
 }
 
 bool convert_from_f32(DType dst, const float* in, void* out, int64_t n) {
   switch (dst) {
-    case DType::kF32: std::memcpy(out, in, size_t(n) * 4); return true;
-    case DType::kF16: { auto p = static_cast<uint16_t*>(out); for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f16(in[i]); return true; }
-    case DType::kBF16: { auto p = static_cast<uint16_t*>(out); for (int64_t i = 0; i < n; ++i) p[i] = f32_to_bf16(in[i]); return true; }
-    case DType::kF8E4M3: { auto p = static_cast<uint8_t*>(out); for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f8e4m3(in[i]); return true; }
-    case DType::kF8E5M2: { auto p = static_cast<uint8_t*>(out); for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f8e5m2(in[i]); return true; }
-    case DType::kF64: { auto p = static_cast<double*>(out); for (int64_t i = 0; i < n; ++i) p[i] = in[i]; return true; }
-    default: return false;
+    case DType::kF32:
+      std::memcpy(out, in, size_t(n) * 4);
+      return true;
+    case DType::kF16: {
+      auto p = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f16(in[i]);
+      return true;
+    }
+    case DType::kBF16: {
+      auto p = static_cast<uint16_t*>(out);
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_bf16(in[i]);
+      return true;
+    }
+    case DType::kF8E4M3: {
+      auto p = static_cast<uint8_t*>(out);
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f8e4m3(in[i]);
+      return true;
+    }
+    case DType::kF8E5M2: {
+      auto p = static_cast<uint8_t*>(out);
+      for (int64_t i = 0; i < n; ++i) p[i] = f32_to_f8e5m2(in[i]);
+      return true;
+    }
+    case DType::kF64: {
+      auto p = static_cast<double*>(out);
+      for (int64_t i = 0; i < n; ++i) p[i] = in[i];
+      return true;
+    }
+    default:
+      return false;
   }
 }
 

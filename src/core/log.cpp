@@ -15,7 +15,10 @@ const char* kNames[] = {"error", "warn", "info", "debug", "trace"};
 
 bool parse_log_level(const char* s, LogLevel* out) {
   for (int i = 0; i < 5; ++i)
-    if (std::strcmp(s, kNames[i]) == 0) { *out = LogLevel(i); return true; }
+    if (std::strcmp(s, kNames[i]) == 0) {
+      *out = LogLevel(i);
+      return true;
+    }
   return false;
 }
 

@@ -14,7 +14,8 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    auto st = (err == ENOENT ? not_found("cannot open: ", std::strerror(err)) : io_error("cannot open: ", std::strerror(err)));
+    auto st = (err == ENOENT ? not_found("cannot open: ", std::strerror(err))
+                             : io_error("cannot open: ", std::strerror(err)));
     return st.with_file(path);
   }
   struct stat sb {};

@@ -18,7 +18,10 @@ void philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t ou
     k0 += kW0;
     k1 += kW1;
   }
-  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
 }
 
 void fill_normal(uint64_t seed, float* out, int64_t n) {

@@ -4,15 +4,24 @@ namespace quill {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid argument";
-    case ErrorCode::kInvalidFile: return "invalid file";
-    case ErrorCode::kNotFound: return "not found";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kIo: return "i/o error";
-    case ErrorCode::kOutOfRange: return "out of range";
-    case ErrorCode::kInternal: return "internal error";
-    case ErrorCode::kDevice: return "device error";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid argument";
+    case ErrorCode::kInvalidFile:
+      return "invalid file";
+    case ErrorCode::kNotFound:
+      return "not found";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kIo:
+      return "i/o error";
+    case ErrorCode::kOutOfRange:
+      return "out of range";
+    case ErrorCode::kInternal:
+      return "internal error";
+    case ErrorCode::kDevice:
+      return "device error";
   }
   return "unknown error";
 }

@@ -121,11 +121,20 @@ std::vector<float> Tensor::to_f32_vector() const {
     for (int d = 0; d < rank(); ++d) off += idx[size_t(d)] * strides_[size_t(d)];
     const char* p = static_cast<const char*>(data_) + off * esize;
     if (!convert_to_f32(dtype_, p, &out[size_t(i)], 1)) {
-      if (dtype_ == DType::kI32) { int32_t v; std::memcpy(&v, p, 4); out[size_t(i)] = float(v); }
-      else if (dtype_ == DType::kI64) { int64_t v; std::memcpy(&v, p, 8); out[size_t(i)] = float(v); }
-      else if (dtype_ == DType::kI8) out[size_t(i)] = float(*reinterpret_cast<const int8_t*>(p));
-      else if (dtype_ == DType::kU8 || dtype_ == DType::kBool) out[size_t(i)] = float(*reinterpret_cast<const uint8_t*>(p));
-      else out[size_t(i)] = 0.0f;
+      if (dtype_ == DType::kI32) {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        out[size_t(i)] = float(v);
+      } else if (dtype_ == DType::kI64) {
+        int64_t v;
+        std::memcpy(&v, p, 8);
+        out[size_t(i)] = float(v);
+      } else if (dtype_ == DType::kI8)
+        out[size_t(i)] = float(*reinterpret_cast<const int8_t*>(p));
+      else if (dtype_ == DType::kU8 || dtype_ == DType::kBool)
+        out[size_t(i)] = float(*reinterpret_cast<const uint8_t*>(p));
+      else
+        out[size_t(i)] = 0.0f;
     }
     for (int d = rank() - 1; d >= 0; --d) {
       if (++idx[size_t(d)] < shape_[d]) break;
@@ -141,12 +150,16 @@ std::string Tensor::describe() const {
 
 Status expect_shape(const Tensor& t, const std::string& name, const Shape& expected) {
   if (t.shape() == expected) return Status::ok();
-  return invalid_argument("shape mismatch").with_tensor(name).with_expected_found(expected.to_string(), t.shape().to_string());
+  return invalid_argument("shape mismatch")
+      .with_tensor(name)
+      .with_expected_found(expected.to_string(), t.shape().to_string());
 }
 
 Status expect_dtype(const Tensor& t, const std::string& name, DType expected) {
   if (t.dtype() == expected) return Status::ok();
-  return invalid_argument("dtype mismatch").with_tensor(name).with_expected_found(dtype_name(expected), dtype_name(t.dtype()));
+  return invalid_argument("dtype mismatch")
+      .with_tensor(name)
+      .with_expected_found(dtype_name(expected), dtype_name(t.dtype()));
 }
 
 }  // namespace quill

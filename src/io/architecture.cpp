@@ -25,8 +25,9 @@ std::string from_tensor_names(const std::vector<std::string>& names) {
     return "Flux2Transformer2DModel";
   if (any_starts_with(names, "single_transformer_blocks.")) return "FluxTransformer2DModel";
   if (any_starts_with(names, "double_blocks.") && any_starts_with(names, "single_blocks."))
-    return any_contains(names, "modulation_img") || any_contains(names, "double_stream_modulation") ? "Flux2Transformer2DModel"
-                                                                                                   : "FluxTransformer2DModel";
+    return any_contains(names, "modulation_img") || any_contains(names, "double_stream_modulation")
+               ? "Flux2Transformer2DModel"
+               : "FluxTransformer2DModel";
   if (mmdit_blocks && any_starts_with(names, "context_embedder.") && any_starts_with(names, "pos_embed.pos_embed"))
     return "SD3Transformer2DModel";
   if (any_starts_with(names, "decoder.conv_in.")) {

@@ -19,8 +19,8 @@ static_assert(std::endian::native == std::endian::little, "file formats are read
 struct FileBytes {
   const uint8_t* data = nullptr;
   uint64_t size = 0;
-  std::string path;                    // for error messages only
-  std::shared_ptr<const void> owner;   // may be null for borrowed bytes
+  std::string path;                   // for error messages only
+  std::shared_ptr<const void> owner;  // may be null for borrowed bytes
 
   static FileBytes of(const std::shared_ptr<MappedFile>& file) {
     return {file->data(), file->size(), file->path(), file};

@@ -18,7 +18,7 @@ namespace quill {
 namespace {
 
 // Smallest encodings, used to bound counts by the bytes left before anything is allocated.
-constexpr uint64_t kMinKvBytes = 8 + 4 + 1;          // empty key, type, one-byte value
+constexpr uint64_t kMinKvBytes = 8 + 4 + 1;              // empty key, type, one-byte value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // empty name, n_dims = 0, type, offset
 
 uint64_t min_value_bytes(GgufValueType t) {
@@ -102,11 +102,13 @@ class GgufReaderImpl {
   }
 
   Status read_array(GgufValue* out, int depth) {
-    if (depth >= kGgufMaxArrayNesting) return invalid_file("arrays nested deeper than ", kGgufMaxArrayNesting, " levels");
+    if (depth >= kGgufMaxArrayNesting)
+      return invalid_file("arrays nested deeper than ", kGgufMaxArrayNesting, " levels");
     uint32_t elem = 0;
     uint64_t count = 0;
     QUILL_RETURN_IF_ERROR(read(&elem, "array element type"));
-    if (!valid_value_type(elem)) return invalid_file("unknown array element type ", elem).with_expected_found("0..12", str_cat(elem));
+    if (!valid_value_type(elem))
+      return invalid_file("unknown array element type ", elem).with_expected_found("0..12", str_cat(elem));
     QUILL_RETURN_IF_ERROR(read(&count, "array length"));
     const auto etype = GgufValueType(elem);
     out->elem_type_ = etype;
@@ -142,7 +144,8 @@ class GgufReaderImpl {
     std::vector<int64_t> dims(n_dims);
     for (uint32_t i = 0; i < n_dims; ++i) {
       QUILL_RETURN_IF_ERROR(read(&t->ne[i], "tensor dimensions"));
-      if (t->ne[i] > uint64_t(std::numeric_limits<int64_t>::max())) return invalid_file("dimension ", t->ne[i], " is too large");
+      if (t->ne[i] > uint64_t(std::numeric_limits<int64_t>::max()))
+        return invalid_file("dimension ", t->ne[i], " is too large");
       dims[n_dims - 1 - i] = int64_t(t->ne[i]);
     }
     QUILL_RETURN_IF_ERROR(read(&t->ggml_type, "tensor type"));
@@ -176,29 +179,36 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
   const std::string& path = bytes.path;
   if (bytes.size < 4 || std::memcmp(bytes.data, "GGUF", 4) != 0)
     return invalid_file("not a GGUF file: wrong magic")
-        .with_file(path).with_expected_found("\"GGUF\"", printable(bytes.data, std::min<uint64_t>(bytes.size, 4)));
+        .with_file(path)
+        .with_expected_found("\"GGUF\"", printable(bytes.data, std::min<uint64_t>(bytes.size, 4)));
   r_.skip(4);
   uint64_t tensor_count = 0, kv_count = 0;
   QUILL_RETURN_IF_ERROR(read(&f->version_, "header").with_file(path));
   if (f->version_ != 2 && f->version_ != 3)
-    return unsupported("GGUF version ", f->version_, " is not supported").with_file(path).with_expected_found("2 or 3", str_cat(f->version_));
+    return unsupported("GGUF version ", f->version_, " is not supported")
+        .with_file(path)
+        .with_expected_found("2 or 3", str_cat(f->version_));
   if (Status st = read(&tensor_count, "header"); !st.is_ok()) return st.with_file(path);
   if (Status st = read(&kv_count, "header"); !st.is_ok()) return st.with_file(path);
   if (kv_count > r_.remaining() / kMinKvBytes)
     return invalid_file("metadata count cannot fit in the file")
-        .with_file(path).with_expected_found(str_cat("<= ", r_.remaining() / kMinKvBytes), str_cat(kv_count));
+        .with_file(path)
+        .with_expected_found(str_cat("<= ", r_.remaining() / kMinKvBytes), str_cat(kv_count));
   if (tensor_count > r_.remaining() / kMinTensorInfoBytes)
     return invalid_file("tensor count cannot fit in the file")
-        .with_file(path).with_expected_found(str_cat("<= ", r_.remaining() / kMinTensorInfoBytes), str_cat(tensor_count));
+        .with_file(path)
+        .with_expected_found(str_cat("<= ", r_.remaining() / kMinTensorInfoBytes), str_cat(tensor_count));
 
   f->kvs_.reserve(size_t(kv_count));
   for (uint64_t i = 0; i < kv_count; ++i) {
     std::string key;
-    if (Status st = read_string(&key, "metadata key"); !st.is_ok()) return st.with_file(path).with_context(str_cat("metadata entry ", i));
+    if (Status st = read_string(&key, "metadata key"); !st.is_ok())
+      return st.with_file(path).with_context(str_cat("metadata entry ", i));
     auto fail = [&](Status st) { return st.with_file(path).with_context(str_cat("metadata '", key, "'")); };
     uint32_t type = 0;
     if (Status st = read(&type, "metadata type"); !st.is_ok()) return fail(st);
-    if (!valid_value_type(type)) return fail(invalid_file("unknown value type ", type).with_expected_found("0..12", str_cat(type)));
+    if (!valid_value_type(type))
+      return fail(invalid_file("unknown value type ", type).with_expected_found("0..12", str_cat(type)));
     GgufValue v;
     if (Status st = read_value(GgufValueType(type), &v, 0); !st.is_ok()) return fail(st);
     if (!f->kv_index_.emplace(key, f->kvs_.size()).second) return fail(invalid_file("duplicate metadata key"));
@@ -209,13 +219,15 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
     auto v = a->as_uint();
     if (!v || *v == 0 || *v > kGgufMaxAlignment || (*v & (*v - 1)) != 0)
       return invalid_file("general.alignment must be a power of two <= ", kGgufMaxAlignment)
-          .with_file(path).with_expected_found("power of two", dump_json(a->to_json()).substr(0, 40));
+          .with_file(path)
+          .with_expected_found("power of two", dump_json(a->to_json()).substr(0, 40));
     f->alignment_ = *v;
   }
 
   if (tensor_count > r_.remaining() / kMinTensorInfoBytes)
     return invalid_file("tensor count cannot fit in the file")
-        .with_file(path).with_expected_found(str_cat("<= ", r_.remaining() / kMinTensorInfoBytes), str_cat(tensor_count));
+        .with_file(path)
+        .with_expected_found(str_cat("<= ", r_.remaining() / kMinTensorInfoBytes), str_cat(tensor_count));
   f->infos_.resize(size_t(tensor_count));
   for (uint64_t i = 0; i < tensor_count; ++i) {
     GgufTensorInfo& t = f->infos_[size_t(i)];
@@ -233,18 +245,24 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
   const uint64_t data_start = infos_end + (a - infos_end % a) % a;  // no overflow: infos_end <= size, a <= 2^20
   if (tensor_count > 0 && data_start > bytes.size)
     return invalid_file("truncated: the data section is missing")
-        .with_file(path).with_expected_found(str_cat("data at offset ", data_start), str_cat("file of ", bytes.size, " bytes"));
+        .with_file(path)
+        .with_expected_found(str_cat("data at offset ", data_start), str_cat("file of ", bytes.size, " bytes"));
   f->data_offset_ = std::min(data_start, bytes.size);
   const uint64_t data_size = bytes.size - f->data_offset_;
 
   for (auto& t : f->infos_) {
     if (t.offset % a != 0)
-      return invalid_file("tensor offset is not aligned").with_file(path).with_tensor(t.name)
+      return invalid_file("tensor offset is not aligned")
+          .with_file(path)
+          .with_tensor(t.name)
           .with_expected_found(str_cat("multiple of ", a), str_cat(t.offset));
     if (t.offset > data_size || t.nbytes > data_size - t.offset)
-      return invalid_file("tensor data lies outside the file (truncated?)").with_file(path).with_tensor(t.name)
-          .with_expected_found(str_cat("end <= ", data_size, " (data section size)"),
-                               t.offset > data_size ? str_cat("offset ", t.offset) : str_cat("end ", t.offset + t.nbytes));
+      return invalid_file("tensor data lies outside the file (truncated?)")
+          .with_file(path)
+          .with_tensor(t.name)
+          .with_expected_found(
+              str_cat("end <= ", data_size, " (data section size)"),
+              t.offset > data_size ? str_cat("offset ", t.offset) : str_cat("end ", t.offset + t.nbytes));
     t.offset += f->data_offset_;
   }
 
@@ -255,7 +273,9 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
   for (size_t i = 1; i < order.size(); ++i) {
     // Sorted by start, if any two tensors overlap then two neighbours do.
     if (order[i]->offset < order[i - 1]->offset + order[i - 1]->nbytes)
-      return invalid_file("tensor bytes overlap those of tensor '", order[i - 1]->name, "'").with_file(path).with_tensor(order[i]->name)
+      return invalid_file("tensor bytes overlap those of tensor '", order[i - 1]->name, "'")
+          .with_file(path)
+          .with_tensor(order[i]->name)
           .with_expected_found(str_cat("offset >= ", order[i - 1]->offset + order[i - 1]->nbytes - f->data_offset_),
                                str_cat("offset ", order[i]->offset - f->data_offset_));
   }

@@ -25,18 +25,29 @@ namespace quill {
 inline constexpr uint32_t kGgufVersion = 3;
 inline constexpr uint32_t kGgufDefaultAlignment = 32;
 inline constexpr uint32_t kGgufMaxAlignment = 1u << 20;  // real files use 32..64 KiB; more is hostile
-inline constexpr int kGgufMaxDims = 4;         // ggml's GGML_MAX_DIMS
-inline constexpr int kGgufMaxArrayNesting = 8;  // arrays of arrays of ...
+inline constexpr int kGgufMaxDims = 4;                   // ggml's GGML_MAX_DIMS
+inline constexpr int kGgufMaxArrayNesting = 8;           // arrays of arrays of ...
 
 // ---- ggml tensor types: the one table that maps them to Quill dtypes lives in gguf.cpp ----
-std::optional<uint32_t> gguf_type_for(DType t);             // nullopt: no ggml type for it
+std::optional<uint32_t> gguf_type_for(DType t);                // nullopt: no ggml type for it
 std::optional<DType> dtype_for_gguf_type(uint32_t ggml_type);  // nullopt: Quill cannot read it
-std::string ggml_type_name(uint32_t ggml_type);              // "q4_K", or "type 99" when unknown
+std::string ggml_type_name(uint32_t ggml_type);                // "q4_K", or "type 99" when unknown
 
 // ---- metadata values ----
 enum class GgufValueType : uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);
 size_t gguf_value_type_size(GgufValueType t);  // bytes of a scalar; 0 for string and array
@@ -71,8 +82,8 @@ class GgufValue {
   std::optional<bool> as_bool() const;
   const std::string* as_string() const { return type_ == GgufValueType::kString ? &str_ : nullptr; }
 
-  size_t array_size() const;         // 0 for non-arrays
-  GgufValue at(size_t i) const;      // array element i (i < array_size())
+  size_t array_size() const;     // 0 for non-arrays
+  GgufValue at(size_t i) const;  // array element i (i < array_size())
 
   nlohmann::json to_json() const;
   bool operator==(const GgufValue& o) const;
@@ -89,10 +100,10 @@ class GgufValue {
   }
   GgufValueType type_ = GgufValueType::kU8;
   GgufValueType elem_type_ = GgufValueType::kU8;
-  uint64_t bits_ = 0;              // integers sign-extended; floats as the bits of a double
+  uint64_t bits_ = 0;  // integers sign-extended; floats as the bits of a double
   std::string str_;
-  std::vector<uint8_t> raw_;       // numeric/bool arrays: the elements as stored in the file
-  std::vector<GgufValue> items_;   // string and nested arrays
+  std::vector<uint8_t> raw_;      // numeric/bool arrays: the elements as stored in the file
+  std::vector<GgufValue> items_;  // string and nested arrays
 };
 
 // ---- reader ----
@@ -146,15 +157,16 @@ class GgufWriter {
   // An alignment other than 32 is recorded as general.alignment (u32), as readers expect.
   explicit GgufWriter(uint32_t alignment = kGgufDefaultAlignment);
 
-  Status add(const std::string& key, GgufValue value);   // error on a duplicate key
+  Status add(const std::string& key, GgufValue value);          // error on a duplicate key
   Status add_tensor(const std::string& name, const Tensor& t);  // contiguous CPU tensor, rank <= 4
-  Status write(const std::string& path) const;  // written beside `path`, then renamed
+  Status write(const std::string& path) const;                  // written beside `path`, then renamed
   Result<std::vector<uint8_t>> to_bytes() const;
 
  private:
   class Bytes;
   static void put_value(Bytes& out, const GgufValue& v);
-  template <typename Sink> Status emit(Sink& sink) const;
+  template <typename Sink>
+  Status emit(Sink& sink) const;
   uint32_t alignment_;
   std::vector<std::pair<std::string, GgufValue>> kvs_;
   std::vector<std::pair<std::string, Tensor>> tensors_;

@@ -18,39 +18,17 @@ struct GgmlType {
   std::optional<DType> dtype;
 };
 constexpr GgmlType kGgmlTypes[] = {
-    {0, "f32", DType::kF32},
-    {1, "f16", DType::kF16},
-    {2, "q4_0", std::nullopt},
-    {3, "q4_1", std::nullopt},
-    {6, "q5_0", std::nullopt},
-    {7, "q5_1", std::nullopt},
-    {8, "q8_0", DType::kQ8_0},
-    {9, "q8_1", std::nullopt},
-    {10, "q2_K", std::nullopt},
-    {11, "q3_K", std::nullopt},
-    {12, "q4_K", std::nullopt},
-    {13, "q5_K", std::nullopt},
-    {14, "q6_K", std::nullopt},
-    {15, "q8_K", std::nullopt},
-    {16, "iq2_xxs", std::nullopt},
-    {17, "iq2_xs", std::nullopt},
-    {18, "iq3_xxs", std::nullopt},
-    {19, "iq1_s", std::nullopt},
-    {20, "iq4_nl", std::nullopt},
-    {21, "iq3_s", std::nullopt},
-    {22, "iq2_s", std::nullopt},
-    {23, "iq4_xs", std::nullopt},
-    {24, "i8", DType::kI8},
-    {25, "i16", DType::kI16},
-    {26, "i32", DType::kI32},
-    {27, "i64", DType::kI64},
-    {28, "f64", DType::kF64},
-    {29, "iq1_m", std::nullopt},
-    {30, "bf16", DType::kBF16},
-    {34, "tq1_0", std::nullopt},
-    {35, "tq2_0", std::nullopt},
-    {39, "mxfp4", std::nullopt},
-    {42, "tq2_0_g128", DType::kTQ2_0_G128},
+    {0, "f32", DType::kF32},      {1, "f16", DType::kF16},       {2, "q4_0", std::nullopt},
+    {3, "q4_1", std::nullopt},    {6, "q5_0", std::nullopt},     {7, "q5_1", std::nullopt},
+    {8, "q8_0", DType::kQ8_0},    {9, "q8_1", std::nullopt},     {10, "q2_K", std::nullopt},
+    {11, "q3_K", std::nullopt},   {12, "q4_K", std::nullopt},    {13, "q5_K", std::nullopt},
+    {14, "q6_K", std::nullopt},   {15, "q8_K", std::nullopt},    {16, "iq2_xxs", std::nullopt},
+    {17, "iq2_xs", std::nullopt}, {18, "iq3_xxs", std::nullopt}, {19, "iq1_s", std::nullopt},
+    {20, "iq4_nl", std::nullopt}, {21, "iq3_s", std::nullopt},   {22, "iq2_s", std::nullopt},
+    {23, "iq4_xs", std::nullopt}, {24, "i8", DType::kI8},        {25, "i16", DType::kI16},
+    {26, "i32", DType::kI32},     {27, "i64", DType::kI64},      {28, "f64", DType::kF64},
+    {29, "iq1_m", std::nullopt},  {30, "bf16", DType::kBF16},    {34, "tq1_0", std::nullopt},
+    {35, "tq2_0", std::nullopt},  {39, "mxfp4", std::nullopt},   {42, "tq2_0_g128", DType::kTQ2_0_G128},
 };
 
 const GgmlType* find_ggml_type(uint32_t id) {
@@ -61,34 +39,90 @@ const GgmlType* find_ggml_type(uint32_t id) {
 
 size_t scalar_size(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kBool: return 1;
-    case GgufValueType::kU16: case GgufValueType::kI16: return 2;
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kF32: return 4;
-    case GgufValueType::kU64: case GgufValueType::kI64: case GgufValueType::kF64: return 8;
-    default: return 0;
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+      return 2;
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kF32:
+      return 4;
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
+    case GgufValueType::kF64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 // Decode one element of a packed numeric array into a scalar value.
 GgufValue decode_scalar(GgufValueType t, const uint8_t* p) {
   switch (t) {
-    case GgufValueType::kU8: return GgufValue::u8(p[0]);
-    case GgufValueType::kI8: return GgufValue::i8(int8_t(p[0]));
-    case GgufValueType::kBool: return GgufValue::boolean(p[0] != 0);
-    case GgufValueType::kU16: { uint16_t v; std::memcpy(&v, p, 2); return GgufValue::u16(v); }
-    case GgufValueType::kI16: { int16_t v; std::memcpy(&v, p, 2); return GgufValue::i16(v); }
-    case GgufValueType::kU32: { uint32_t v; std::memcpy(&v, p, 4); return GgufValue::u32(v); }
-    case GgufValueType::kI32: { int32_t v; std::memcpy(&v, p, 4); return GgufValue::i32(v); }
-    case GgufValueType::kF32: { float v; std::memcpy(&v, p, 4); return GgufValue::f32(v); }
-    case GgufValueType::kU64: { uint64_t v; std::memcpy(&v, p, 8); return GgufValue::u64(v); }
-    case GgufValueType::kI64: { int64_t v; std::memcpy(&v, p, 8); return GgufValue::i64(v); }
-    case GgufValueType::kF64: { double v; std::memcpy(&v, p, 8); return GgufValue::f64(v); }
-    default: return {};
+    case GgufValueType::kU8:
+      return GgufValue::u8(p[0]);
+    case GgufValueType::kI8:
+      return GgufValue::i8(int8_t(p[0]));
+    case GgufValueType::kBool:
+      return GgufValue::boolean(p[0] != 0);
+    case GgufValueType::kU16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return GgufValue::u16(v);
+    }
+    case GgufValueType::kI16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return GgufValue::i16(v);
+    }
+    case GgufValueType::kU32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return GgufValue::u32(v);
+    }
+    case GgufValueType::kI32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return GgufValue::i32(v);
+    }
+    case GgufValueType::kF32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return GgufValue::f32(v);
+    }
+    case GgufValueType::kU64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return GgufValue::u64(v);
+    }
+    case GgufValueType::kI64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return GgufValue::i64(v);
+    }
+    case GgufValueType::kF64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return GgufValue::f64(v);
+    }
+    default:
+      return {};
   }
 }
 
-double bits_to_double(uint64_t b) { double d; std::memcpy(&d, &b, 8); return d; }
-uint64_t double_to_bits(double d) { uint64_t b; std::memcpy(&b, &d, 8); return b; }
+double bits_to_double(uint64_t b) {
+  double d;
+  std::memcpy(&d, &b, 8);
+  return d;
+}
+uint64_t double_to_bits(double d) {
+  uint64_t b;
+  std::memcpy(&b, &d, 8);
+  return b;
+}
 
 }  // namespace
 
@@ -110,19 +144,32 @@ std::string ggml_type_name(uint32_t ggml_type) {
 
 const char* gguf_value_type_name(GgufValueType t) {
   switch (t) {
-    case GgufValueType::kU8: return "uint8";
-    case GgufValueType::kI8: return "int8";
-    case GgufValueType::kU16: return "uint16";
-    case GgufValueType::kI16: return "int16";
-    case GgufValueType::kU32: return "uint32";
-    case GgufValueType::kI32: return "int32";
-    case GgufValueType::kF32: return "float32";
-    case GgufValueType::kBool: return "bool";
-    case GgufValueType::kString: return "string";
-    case GgufValueType::kArray: return "array";
-    case GgufValueType::kU64: return "uint64";
-    case GgufValueType::kI64: return "int64";
-    case GgufValueType::kF64: return "float64";
+    case GgufValueType::kU8:
+      return "uint8";
+    case GgufValueType::kI8:
+      return "int8";
+    case GgufValueType::kU16:
+      return "uint16";
+    case GgufValueType::kI16:
+      return "int16";
+    case GgufValueType::kU32:
+      return "uint32";
+    case GgufValueType::kI32:
+      return "int32";
+    case GgufValueType::kF32:
+      return "float32";
+    case GgufValueType::kBool:
+      return "bool";
+    case GgufValueType::kString:
+      return "string";
+    case GgufValueType::kArray:
+      return "array";
+    case GgufValueType::kU64:
+      return "uint64";
+    case GgufValueType::kI64:
+      return "int64";
+    case GgufValueType::kF64:
+      return "float64";
   }
   return "unknown";
 }
@@ -177,8 +224,14 @@ GgufValue GgufValue::strings(const std::vector<std::string>& items) {
 
 bool GgufValue::is_integer() const {
   switch (type_) {
-    case GgufValueType::kU8: case GgufValueType::kI8: case GgufValueType::kU16: case GgufValueType::kI16:
-    case GgufValueType::kU32: case GgufValueType::kI32: case GgufValueType::kU64: case GgufValueType::kI64:
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
       return true;
     default:
       return false;
@@ -224,24 +277,29 @@ GgufValue GgufValue::at(size_t i) const {
 
 nlohmann::json GgufValue::to_json() const {
   switch (type_) {
-    case GgufValueType::kBool: return bits_ != 0;
-    case GgufValueType::kString: return str_;
-    case GgufValueType::kF32: case GgufValueType::kF64: return bits_to_double(bits_);
-    case GgufValueType::kU64: return bits_;
+    case GgufValueType::kBool:
+      return bits_ != 0;
+    case GgufValueType::kString:
+      return str_;
+    case GgufValueType::kF32:
+    case GgufValueType::kF64:
+      return bits_to_double(bits_);
+    case GgufValueType::kU64:
+      return bits_;
     case GgufValueType::kArray: {
       nlohmann::json a = nlohmann::json::array();
       const size_t n = array_size();
       for (size_t i = 0; i < n; ++i) a.push_back(at(i).to_json());
       return a;
     }
-    default: return int64_t(bits_);  // the other integers are stored sign-extended
+    default:
+      return int64_t(bits_);  // the other integers are stored sign-extended
   }
 }
 
 bool GgufValue::operator==(const GgufValue& o) const {
   if (type_ != o.type_) return false;
-  if (type_ == GgufValueType::kArray)
-    return elem_type_ == o.elem_type_ && raw_ == o.raw_ && items_ == o.items_;
+  if (type_ == GgufValueType::kArray) return elem_type_ == o.elem_type_ && raw_ == o.raw_ && items_ == o.items_;
   if (type_ == GgufValueType::kString) return str_ == o.str_;
   return bits_ == o.bits_;
 }

@@ -50,15 +50,18 @@ Status GgufWriter::add_tensor(const std::string& name, const Tensor& t) {
   if (name.empty()) return invalid_argument("GGUF tensor names must not be empty");
   for (const auto& e : tensors_)
     if (e.first == name) return invalid_argument("duplicate tensor name").with_tensor(name);
-  if (!gguf_type_for(t.dtype())) return unsupported("GGUF has no type for dtype ", dtype_name(t.dtype())).with_tensor(name);
+  if (!gguf_type_for(t.dtype()))
+    return unsupported("GGUF has no type for dtype ", dtype_name(t.dtype())).with_tensor(name);
   if (t.device() != Device::kCPU || !t.is_contiguous() || !t.defined())
     return invalid_argument("only defined, contiguous CPU tensors can be written").with_tensor(name);
   if (t.rank() > kGgufMaxDims)
-    return invalid_argument("GGUF tensors have at most ", kGgufMaxDims, " dimensions").with_tensor(name)
+    return invalid_argument("GGUF tensors have at most ", kGgufMaxDims, " dimensions")
+        .with_tensor(name)
         .with_expected_found(str_cat("rank <= ", kGgufMaxDims), str_cat("rank ", t.rank()));
   const int64_t block = dtype_traits(t.dtype()).block_size;
   if (block > 1 && (t.rank() == 0 || t.dim(-1) % block != 0))
-    return invalid_argument("row length is not a multiple of the block size").with_tensor(name)
+    return invalid_argument("row length is not a multiple of the block size")
+        .with_tensor(name)
         .with_expected_found(str_cat("multiple of ", block), t.shape().to_string());
   tensors_.emplace_back(name, t);
   return Status::ok();
@@ -73,8 +76,10 @@ void GgufWriter::put_value(Bytes& out, const GgufValue& v) {
     out.put(uint32_t(v.elem_type()));
     out.put(uint64_t(v.array_size()));
     // Numeric arrays are kept as their file bytes; writing those keeps every bit (NaN payloads).
-    if (gguf_value_type_size(v.elem_type())) out.buf.insert(out.buf.end(), v.raw_.begin(), v.raw_.end());
-    else for (const auto& item : v.items_) put_value(out, item);
+    if (gguf_value_type_size(v.elem_type()))
+      out.buf.insert(out.buf.end(), v.raw_.begin(), v.raw_.end());
+    else
+      for (const auto& item : v.items_) put_value(out, item);
     return;
   }
   // Scalars: the low bytes of the little-endian integer, or the float narrowed to its width.
@@ -144,9 +149,12 @@ Status GgufWriter::write(const std::string& path) const {
   auto sink = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f) == n; };
   Status st = emit(sink);
   const int err = errno;
-  if (std::fclose(f) != 0 && st.is_ok()) st = io_error("cannot write: ", std::strerror(errno));
-  else if (!st.is_ok() && st.code() == ErrorCode::kIo) st = io_error("cannot write: ", std::strerror(err));
-  if (st.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0) st = io_error("cannot rename into place: ", std::strerror(errno));
+  if (std::fclose(f) != 0 && st.is_ok())
+    st = io_error("cannot write: ", std::strerror(errno));
+  else if (!st.is_ok() && st.code() == ErrorCode::kIo)
+    st = io_error("cannot write: ", std::strerror(err));
+  if (st.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
+    st = io_error("cannot rename into place: ", std::strerror(errno));
   if (!st.is_ok()) {
     std::remove(tmp.c_str());
     st.with_file(path);

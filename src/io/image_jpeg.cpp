@@ -1,8 +1,9 @@
 // JPEG decode with libjpeg-turbo. libjpeg's default error handler prints and calls exit(); ours
 // formats the message into the context and longjmps back, so corrupt files become a Status.
 #include <cstdio>  // jpeglib.h needs FILE and size_t declared first
-#include <jpeglib.h>
+
 #include <jerror.h>  // JWRN_JPEG_EOF
+#include <jpeglib.h>
 
 #include <csetjmp>
 #include <memory>

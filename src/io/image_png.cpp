@@ -122,8 +122,8 @@ bool encode_png_to(PngWriteContext* ctx, std::FILE* f, const Image& img) {
   static constexpr int kColor[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                     PNG_COLOR_TYPE_RGB_ALPHA};
   png_init_io(png, f);
-  png_set_IHDR(png, info, png_uint_32(img.width), png_uint_32(img.height), 8, kColor[img.channels],
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_IHDR(png, info, png_uint_32(img.width), png_uint_32(img.height), 8, kColor[img.channels], PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
   const size_t stride = size_t(img.width) * size_t(img.channels);
   ctx->rows.resize(size_t(img.height));
@@ -142,7 +142,9 @@ namespace detail {
 Result<Image> decode_png(const uint8_t* data, size_t size, const std::string& name) {
   // IHDR is always first: check the size before libpng reads further (or allocates anything).
   if (size >= 24 && std::memcmp(data + 12, "IHDR", 4) == 0) {
-    auto be32 = [&](size_t o) { return uint32_t(data[o]) << 24 | uint32_t(data[o + 1]) << 16 | uint32_t(data[o + 2]) << 8 | data[o + 3]; };
+    auto be32 = [&](size_t o) {
+      return uint32_t(data[o]) << 24 | uint32_t(data[o + 1]) << 16 | uint32_t(data[o + 2]) << 8 | data[o + 3];
+    };
     QUILL_RETURN_IF_ERROR(check_image_size(be32(16), be32(20), name));
   }
   auto ctx = std::make_unique<PngContext>();
@@ -165,8 +167,8 @@ Status write_png(const std::string& path, const Image& img) {
   QUILL_RETURN_IF_ERROR(check_image_size(img.width, img.height, path));
   const size_t expected = size_t(img.width) * size_t(img.height) * size_t(img.channels);
   if (img.pixels.size() != expected)
-    return invalid_argument("write_png: pixel buffer has ", img.pixels.size(), " bytes, ", img.width, "x",
-                            img.height, "x", img.channels, " needs ", expected)
+    return invalid_argument("write_png: pixel buffer has ", img.pixels.size(), " bytes, ", img.width, "x", img.height,
+                            "x", img.channels, " needs ", expected)
         .with_file(path);
 
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -178,8 +180,7 @@ Status write_png(const std::string& path, const Image& img) {
   const bool close_ok = std::fclose(f) == 0;
   if (!ok) {
     std::remove(path.c_str());
-    return io_error("PNG write failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate")
-        .with_file(path);
+    return io_error("PNG write failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate").with_file(path);
   }
   if (!flush_ok || !close_ok) {
     std::remove(path.c_str());

@@ -25,7 +25,8 @@ Result<nlohmann::json> read_json_object(const std::string& path, std::string_vie
   const std::string_view text(reinterpret_cast<const char*>(file->data()), size_t(file->size()));
   auto j = parse_json_checked(text, what);
   if (!j) return j.take_status().with_file(path);
-  if (!j->is_object()) return invalid_file(what, " is not a JSON object").with_file(path).with_expected_found("object", j->type_name());
+  if (!j->is_object())
+    return invalid_file(what, " is not a JSON object").with_file(path).with_expected_found("object", j->type_name());
   return std::move(*j);
 }
 
@@ -56,7 +57,8 @@ size_t bounded_edit_distance(const std::string& a, const std::string& b, size_t 
 bool same_under_prefix(const std::string& a, const std::string& b) {
   const std::string& longer = a.size() > b.size() ? a : b;
   const std::string& shorter = a.size() > b.size() ? b : a;
-  return longer.size() > shorter.size() && ends_with(longer, shorter) && longer[longer.size() - shorter.size() - 1] == '.';
+  return longer.size() > shorter.size() && ends_with(longer, shorter) &&
+         longer[longer.size() - shorter.size() - 1] == '.';
 }
 
 std::string describe_files(const std::vector<std::string>& files) {
@@ -81,7 +83,8 @@ class ModelFilesLoader {
       if (!inserted)
         return invalid_file("tensor present in two shards: ", fs::path(it->second.file).filename().string(), " and ",
                             fs::path(file).filename().string())
-            .with_file(expected_by.empty() ? file : expected_by).with_tensor(info.name);
+            .with_file(expected_by.empty() ? file : expected_by)
+            .with_tensor(info.name);
       QUILL_ASSIGN_OR_RETURN(it->second.tensor, st->tensor(info.name));
       it->second.file = file;
     }
@@ -97,11 +100,16 @@ class ModelFilesLoader {
     std::set<std::string> shards;
     for (const auto& [tensor, shard] : wm->items()) {
       if (!shard.is_string())
-        return invalid_file("weight_map value is not a file name").with_file(index_path).with_tensor(tensor).with_expected_found("string", shard.type_name());
+        return invalid_file("weight_map value is not a file name")
+            .with_file(index_path)
+            .with_tensor(tensor)
+            .with_expected_found("string", shard.type_name());
       const auto& s = shard.get_ref<const std::string&>();
       const fs::path p(s);
       if (s.empty() || p.is_absolute() || std::any_of(p.begin(), p.end(), [](const fs::path& c) { return c == ".."; }))
-        return invalid_file("weight_map names a shard outside the index's folder: \"", s, "\"").with_file(index_path).with_tensor(tensor);
+        return invalid_file("weight_map names a shard outside the index's folder: \"", s, "\"")
+            .with_file(index_path)
+            .with_tensor(tensor);
       shards.insert(s);
     }
     for (const auto& s : shards) {
@@ -117,8 +125,10 @@ class ModelFilesLoader {
       const std::string want = (dir / shard.get<std::string>()).string();
       if (it == m_.entries_.end() || it->second.file != want)
         return invalid_file("index says the tensor is in ", shard.get<std::string>(), ", but it is ",
-                            it == m_.entries_.end() ? std::string("in no shard") : "in " + fs::path(it->second.file).filename().string())
-            .with_file(index_path).with_tensor(tensor);
+                            it == m_.entries_.end() ? std::string("in no shard")
+                                                    : "in " + fs::path(it->second.file).filename().string())
+            .with_file(index_path)
+            .with_tensor(tensor);
     }
     return Status::ok();
   }
@@ -132,7 +142,10 @@ class ModelFilesLoader {
       e.file = file;
     }
     if (const GgufValue* c = g->find("quill.config")) {
-      if (!c->as_string()) return invalid_file("quill.config is not a string").with_file(file).with_expected_found("string", gguf_value_type_name(c->type()));
+      if (!c->as_string())
+        return invalid_file("quill.config is not a string")
+            .with_file(file)
+            .with_expected_found("string", gguf_value_type_name(c->type()));
       auto j = parse_json_checked(*c->as_string(), "quill.config");
       if (!j) return j.take_status().with_file(file);
       if (!j->is_object()) return invalid_file("quill.config is not a JSON object").with_file(file);
@@ -166,16 +179,20 @@ class ModelFilesLoader {
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (!e.is_regular_file(ec)) continue;
       const std::string n = e.path().filename().string();
-      if (ends_with(n, ".safetensors.index.json")) indexes.push_back(e.path().string());
-      else if (ends_with(n, ".safetensors")) singles.push_back(e.path().string());
-      else if (ends_with(n, ".gguf")) ggufs.push_back(e.path().string());
+      if (ends_with(n, ".safetensors.index.json"))
+        indexes.push_back(e.path().string());
+      else if (ends_with(n, ".safetensors"))
+        singles.push_back(e.path().string());
+      else if (ends_with(n, ".gguf"))
+        ggufs.push_back(e.path().string());
     }
     if (ec) return io_error("cannot list folder: ", ec.message()).with_file(dir.string());
     for (auto* group : {&indexes, &singles, &ggufs}) {
       if (group->empty()) continue;
       std::sort(group->begin(), group->end());
       if (group->size() > 1)
-        return invalid_file("several candidate weight files; pass one of them: ", describe_files(*group)).with_file(dir.string());
+        return invalid_file("several candidate weight files; pass one of them: ", describe_files(*group))
+            .with_file(dir.string());
       const std::string& f = group->front();
       if (group == &indexes) return add_index(f);
       if (group == &singles) return add_safetensors(f);
@@ -185,7 +202,8 @@ class ModelFilesLoader {
     if (fs::is_regular_file(dir / "model_index.json", ec)) {
       std::vector<std::string> parts;
       for (const auto& e : fs::directory_iterator(dir, ec))
-        if (e.is_directory(ec) && fs::is_regular_file(e.path() / "config.json", ec)) parts.push_back(e.path().filename().string());
+        if (e.is_directory(ec) && fs::is_regular_file(e.path() / "config.json", ec))
+          parts.push_back(e.path().filename().string());
       std::sort(parts.begin(), parts.end());
       std::string list;
       for (const auto& p : parts) list += (list.empty() ? "" : ", ") + p;
@@ -193,8 +211,9 @@ class ModelFilesLoader {
                        list.empty() ? "" : ": " + list)
           .with_file(dir.string());
     }
-    return not_found("no weights in the folder (looked for diffusion_pytorch_model.safetensors, model.safetensors, "
-                     "*.safetensors.index.json, *.safetensors, *.gguf)")
+    return not_found(
+               "no weights in the folder (looked for diffusion_pytorch_model.safetensors, model.safetensors, "
+               "*.safetensors.index.json, *.safetensors, *.gguf)")
         .with_file(dir.string());
   }
 
@@ -267,7 +286,9 @@ Result<Tensor> ModelFiles::get(const std::string& name, const Shape& expected) c
   QUILL_ASSIGN_OR_RETURN(Tensor t, get(name));
   if (t.shape() != expected)
     return invalid_file("tensor has the wrong shape")
-        .with_file(entries_.at(name).file).with_tensor(name).with_expected_found(expected.to_string(), t.shape().to_string());
+        .with_file(entries_.at(name).file)
+        .with_tensor(name)
+        .with_expected_found(expected.to_string(), t.shape().to_string());
   return t;
 }
 

@@ -24,10 +24,10 @@ class ModelFiles {
   static Result<std::shared_ptr<ModelFiles>> open(const std::string& path);
 
   const std::string& path() const { return path_; }
-  const std::string& format() const { return format_; }  // "diffusers", "safetensors", "safetensors-sharded", "gguf"
+  const std::string& format() const { return format_; }     // "diffusers", "safetensors", "safetensors-sharded", "gguf"
   const nlohmann::json& config() const { return config_; }  // empty object when there is none
   bool has_config() const { return !config_.empty(); }
-  const std::string& config_path() const { return config_path_; }  // "" when none; "<gguf>:quill.config" etc.
+  const std::string& config_path() const { return config_path_; }   // "" when none; "<gguf>:quill.config" etc.
   const std::vector<std::string>& files() const { return files_; }  // weight files read, in order
 
   std::vector<std::string> tensor_names() const;  // sorted

@@ -29,8 +29,12 @@ Image to_rgb(const Image& img) {
   uint8_t* d = out.pixels.data();
   for (size_t i = 0; i < n; ++i, d += 3) {
     switch (img.channels) {
-      case 1: d[0] = d[1] = d[2] = s[i]; break;
-      case 2: d[0] = d[1] = d[2] = over_white(s[2 * i], s[2 * i + 1]); break;
+      case 1:
+        d[0] = d[1] = d[2] = s[i];
+        break;
+      case 2:
+        d[0] = d[1] = d[2] = over_white(s[2 * i], s[2 * i + 1]);
+        break;
       case 4: {
         const uint8_t* p = s + 4 * i;
         d[0] = over_white(p[0], p[3]);
@@ -38,7 +42,8 @@ Image to_rgb(const Image& img) {
         d[2] = over_white(p[2], p[3]);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return out;

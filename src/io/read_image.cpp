@@ -1,9 +1,9 @@
 // read_image: load the file, then pick the decoder by magic bytes. Lives outside image_*.cpp so
 // the file checks and the "not a PNG/JPEG" error work even in builds without the codecs.
+#include <sys/stat.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <sys/stat.h>
 
 #include "io/image.h"
 #include "io/image_codecs.h"
@@ -11,8 +11,7 @@
 namespace quill {
 
 Status check_image_size(int64_t width, int64_t height, const std::string& what) {
-  if (width < 1 || height < 1)
-    return invalid_file("image has no pixels (", width, "x", height, ")").with_file(what);
+  if (width < 1 || height < 1) return invalid_file("image has no pixels (", width, "x", height, ")").with_file(what);
   if (width > kMaxImageSide || height > kMaxImageSide || width * height > kMaxImagePixels)
     return out_of_range("image is ", width, "x", height, ", larger than Quill accepts (at most ", kMaxImageSide,
                         " per side and ", kMaxImagePixels, " pixels)")

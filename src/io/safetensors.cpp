@@ -22,9 +22,18 @@ struct SafetensorsDType {
   DType dtype;
 };
 constexpr std::array<SafetensorsDType, 12> kDTypes = {{
-    {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
-    {"F8_E4M3", DType::kF8E4M3}, {"F8_E5M2", DType::kF8E5M2}, {"I64", DType::kI64}, {"I32", DType::kI32},
-    {"I16", DType::kI16}, {"I8", DType::kI8}, {"U8", DType::kU8}, {"BOOL", DType::kBool},
+    {"F64", DType::kF64},
+    {"F32", DType::kF32},
+    {"F16", DType::kF16},
+    {"BF16", DType::kBF16},
+    {"F8_E4M3", DType::kF8E4M3},
+    {"F8_E5M2", DType::kF8E5M2},
+    {"I64", DType::kI64},
+    {"I32", DType::kI32},
+    {"I16", DType::kI16},
+    {"I8", DType::kI8},
+    {"U8", DType::kU8},
+    {"BOOL", DType::kBool},
 }};
 // Valid in the format, but Quill has no dtype for them; named so the error says "unsupported".
 constexpr std::array<std::string_view, 10> kKnownUnsupported = {
@@ -56,7 +65,8 @@ Result<int64_t> dimension(const nlohmann::json& j) {
   return invalid_file("dimension is not an integer: ", show(j));
 }
 
-Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e, uint64_t data_start, uint64_t data_size) {
+Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e, uint64_t data_start,
+                               uint64_t data_size) {
   if (!e.is_object()) return invalid_file("header entry is not an object: ", show(e));
   TensorInfo info;
   info.name = name;
@@ -67,7 +77,8 @@ Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e,
   auto d = dtype_from_safetensors_name(dname);
   if (!d) {
     if (std::find(kKnownUnsupported.begin(), kKnownUnsupported.end(), dname) != kKnownUnsupported.end())
-      return unsupported("dtype ", dname, " is not supported by Quill").with_expected_found("one of " + supported_list(), dname);
+      return unsupported("dtype ", dname, " is not supported by Quill")
+          .with_expected_found("one of " + supported_list(), dname);
     return invalid_file("unknown dtype").with_expected_found("one of " + supported_list(), "\"" + dname + "\"");
   }
   info.dtype = *d;
@@ -75,7 +86,8 @@ Result<TensorInfo> parse_entry(const std::string& name, const nlohmann::json& e,
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array()) return invalid_file("missing or non-list \"shape\"");
   if (sh->size() > size_t(kMaxRank))
-    return invalid_file("too many dimensions").with_expected_found(str_cat("rank <= ", kMaxRank), str_cat("rank ", sh->size()));
+    return invalid_file("too many dimensions")
+        .with_expected_found(str_cat("rank <= ", kMaxRank), str_cat("rank ", sh->size()));
   std::vector<int64_t> dims;
   for (const auto& x : *sh) {
     auto dim = dimension(x);
@@ -132,22 +144,28 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(std::shared_ptr<
 Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(FileBytes bytes) {
   const std::string path = bytes.path;
   if (bytes.size < 8)
-    return invalid_file("too short for a safetensors file").with_file(path).with_expected_found(">= 8 bytes", str_cat(bytes.size, " bytes"));
+    return invalid_file("too short for a safetensors file")
+        .with_file(path)
+        .with_expected_found(">= 8 bytes", str_cat(bytes.size, " bytes"));
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data, 8);
   if (header_len > kSafetensorsMaxHeaderBytes)
     return invalid_file("safetensors header length is absurd (not a safetensors file?)")
-        .with_file(path).with_expected_found(str_cat("<= ", kSafetensorsMaxHeaderBytes, " bytes"), str_cat(header_len, " bytes"));
+        .with_file(path)
+        .with_expected_found(str_cat("<= ", kSafetensorsMaxHeaderBytes, " bytes"), str_cat(header_len, " bytes"));
   if (header_len > bytes.size - 8)
     return invalid_file("safetensors header length exceeds the file (truncated?)")
-        .with_file(path).with_expected_found(str_cat("<= ", bytes.size - 8, " bytes"), str_cat(header_len, " bytes"));
+        .with_file(path)
+        .with_expected_found(str_cat("<= ", bytes.size - 8, " bytes"), str_cat(header_len, " bytes"));
 
   const std::string_view text(reinterpret_cast<const char*>(bytes.data + 8), size_t(header_len));
   auto parsed = parse_json_checked(text, "safetensors header");
   if (!parsed) return parsed.take_status().with_file(path);
   const nlohmann::json& header = *parsed;
   if (!header.is_object())
-    return invalid_file("safetensors header is not a JSON object").with_file(path).with_expected_found("object", header.type_name());
+    return invalid_file("safetensors header is not a JSON object")
+        .with_file(path)
+        .with_expected_found("object", header.type_name());
 
   auto st = std::shared_ptr<SafetensorsFile>(new SafetensorsFile());
   const uint64_t data_start = 8 + header_len;
@@ -157,7 +175,9 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(FileBytes bytes)
       if (!entry.is_object()) return invalid_file("__metadata__ is not an object").with_file(path);
       for (const auto& [k, v] : entry.items()) {
         if (!v.is_string())
-          return invalid_file("__metadata__ value for \"", k, "\" is not a string").with_file(path).with_expected_found("string", v.type_name());
+          return invalid_file("__metadata__ value for \"", k, "\" is not a string")
+              .with_file(path)
+              .with_expected_found("string", v.type_name());
         st->metadata_[k] = v.get<std::string>();
       }
       continue;
@@ -178,8 +198,10 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(FileBytes bytes)
     const uint64_t furthest_end = furthest ? furthest->offset + furthest->nbytes : 0;
     if (furthest && t.offset < furthest_end)
       return invalid_file("tensor bytes overlap those of tensor '", furthest->name, "'")
-          .with_file(path).with_tensor(t.name)
-          .with_expected_found(str_cat("begin >= ", furthest_end - data_start), str_cat("begin = ", t.offset - data_start));
+          .with_file(path)
+          .with_tensor(t.name)
+          .with_expected_found(str_cat("begin >= ", furthest_end - data_start),
+                               str_cat("begin = ", t.offset - data_start));
     if (!furthest || t.offset + t.nbytes > furthest_end) furthest = &t;
   }
   for (size_t i = 0; i < infos.size(); ++i) st->index_[infos[i].name] = i;
@@ -222,11 +244,13 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
     const auto& [name, t] = tensors[i];
     if (header.contains(name)) return invalid_argument("duplicate tensor name").with_file(path).with_tensor(name);
     auto dname = safetensors_dtype_name(t.dtype());
-    if (!dname) return unsupported("safetensors cannot hold dtype ", dtype_name(t.dtype())).with_file(path).with_tensor(name);
+    if (!dname)
+      return unsupported("safetensors cannot hold dtype ", dtype_name(t.dtype())).with_file(path).with_tensor(name);
     if (t.device() != Device::kCPU || !t.is_contiguous() || !t.defined())
       return invalid_argument("only defined, contiguous CPU tensors can be written").with_file(path).with_tensor(name);
     const uint64_t n = uint64_t(t.nbytes());
-    header[name] = {{"dtype", std::string(*dname)}, {"shape", t.shape().to_vector()}, {"data_offsets", {offset, offset + n}}};
+    header[name] = {
+        {"dtype", std::string(*dname)}, {"shape", t.shape().to_vector()}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
   std::string text;

@@ -2,7 +2,6 @@
 // tiled decoding in autoencoder_kl_tiled.cpp.
 #include "models/autoencoder_kl.h"
 
-
 namespace quill {
 
 namespace {
@@ -65,8 +64,8 @@ Status AutoencoderKLConfig::validate() const {
     return invalid_file("AutoencoderKL config: channel counts, layers_per_block and norm_num_groups must be positive");
   for (int64_t ch : block_out_channels)
     if (ch <= 0 || ch % norm_num_groups != 0)
-      return invalid_file("AutoencoderKL config: block channel count ", ch, " is not a positive multiple of norm_num_groups ",
-                          norm_num_groups);
+      return invalid_file("AutoencoderKL config: block channel count ", ch,
+                          " is not a positive multiple of norm_num_groups ", norm_num_groups);
   if (!(scaling_factor != 0.0)) return invalid_file("AutoencoderKL config: scaling_factor must not be 0");
   if (sample_size <= 0) return invalid_file("AutoencoderKL config: sample_size must be positive");
   return Status::ok();
@@ -85,8 +84,9 @@ struct Loader {
         t.dim(0) == shape[0] && t.dim(2) == 1 && t.dim(3) == 1 && t.is_contiguous())
       t = t.reshape(shape);
     if (t.shape() != shape)
-      return invalid_file("weight shape mismatch").with_tensor(name).with_expected_found(shape.to_string(),
-                                                                                          t.shape().to_string());
+      return invalid_file("weight shape mismatch")
+          .with_tensor(name)
+          .with_expected_found(shape.to_string(), t.shape().to_string());
     return t;
   }
   Result<cpu::Conv2d> conv(const std::string& p, int64_t in, int64_t out, int64_t k, int64_t stride = 1,

@@ -189,8 +189,7 @@ namespace {
 Status check_nchw(const Tensor& t, const char* what, int64_t channels) {
   if (t.dtype() != DType::kF32 || t.rank() != 4 || !t.is_contiguous() || t.device() != Device::kCPU)
     return invalid_argument(what, " must be a contiguous f32 CPU tensor [B, C, H, W], found ", t.describe());
-  if (t.dim(1) != channels)
-    return invalid_argument(what, " has ", t.dim(1), " channels, the VAE expects ", channels);
+  if (t.dim(1) != channels) return invalid_argument(what, " has ", t.dim(1), " channels, the VAE expects ", channels);
   if (t.dim(0) <= 0 || t.dim(2) <= 0 || t.dim(3) <= 0) return invalid_argument(what, " is empty: ", t.describe());
   return Status::ok();
 }
@@ -232,7 +231,8 @@ Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, ThreadPool& pool,
   Tensor out = Tensor::empty(DType::kF32, {B, config_.out_channels, h * f, w * f});
   const int64_t per_in = z.numel() / B, per_out = out.numel() / B;
   for (int64_t b = 0; b < B; ++b)
-    QUILL_RETURN_IF_ERROR(decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, ws, pool));
+    QUILL_RETURN_IF_ERROR(
+        decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, ws, pool));
   return out;
 }
 

@@ -17,9 +17,9 @@ namespace quill {
 namespace {
 
 struct TileGrid {
-  int64_t tl = 0, ts = 0, f = 1;               // tile_latent_min_size, tile_sample_min_size, downscale
+  int64_t tl = 0, ts = 0, f = 1;                  // tile_latent_min_size, tile_sample_min_size, downscale
   int64_t overlap = 0, blend = 0, row_limit = 0;  // overlap_size, blend_extent, row_limit
-  std::vector<int64_t> rows, cols;             // latent start of each tile row / column
+  std::vector<int64_t> rows, cols;                // latent start of each tile row / column
   int64_t out_h = 0, out_w = 0;
   bool tiled = false;
 };
@@ -34,7 +34,8 @@ Result<TileGrid> make_grid(const AutoencoderKLConfig& c, int64_t h, int64_t w, c
   TileGrid g;
   g.f = c.downscale();
   g.ts = t.tile_sample_size > 0 ? t.tile_sample_size : c.sample_size;
-  if (!(t.overlap >= 0.0 && t.overlap < 1.0)) return invalid_argument("tile overlap must be in [0, 1), got ", t.overlap);
+  if (!(t.overlap >= 0.0 && t.overlap < 1.0))
+    return invalid_argument("tile overlap must be in [0, 1), got ", t.overlap);
   // The same float arithmetic as diffusers (int() truncates).
   g.tl = int64_t(double(g.ts) / double(g.f));
   g.overlap = int64_t(double(g.tl) * (1.0 - t.overlap));
@@ -88,8 +89,8 @@ Result<Shape> AutoencoderKL::tiled_output_shape(int64_t B, int64_t h, int64_t w,
   return Shape({B, config_.out_channels, g.out_h, g.out_w});
 }
 
-Status AutoencoderKL::decode_tiled_one(const float* z, int64_t h, int64_t w, float* out, int64_t out_h,
-                                       int64_t out_w, const VaeTiling& tiling, ThreadPool& pool) const {
+Status AutoencoderKL::decode_tiled_one(const float* z, int64_t h, int64_t w, float* out, int64_t out_h, int64_t out_w,
+                                       const VaeTiling& tiling, ThreadPool& pool) const {
   QUILL_ASSIGN_OR_RETURN(TileGrid g, make_grid(config_, h, w, tiling));
   const int64_t L = config_.latent_channels, C = config_.out_channels, f = g.f;
   const int64_t max_lh = std::min(g.tl, h), max_lw = std::min(g.tl, w);

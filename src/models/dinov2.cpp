@@ -91,12 +91,17 @@ Result<Dinov2Config> Dinov2Config::from_json(const nlohmann::json& j, const std:
     c.hidden_act = it->get<std::string>();
   }
   // transformers' ACT2FN names.
-  if (c.hidden_act == "gelu") c.act = Dinov2Act::kGeluErf;
-  else if (c.hidden_act == "gelu_pytorch_tanh" || c.hidden_act == "gelu_new") c.act = Dinov2Act::kGeluTanh;
-  else if (c.hidden_act == "silu" || c.hidden_act == "swish") c.act = Dinov2Act::kSilu;
-  else if (c.hidden_act == "relu") c.act = Dinov2Act::kRelu;
+  if (c.hidden_act == "gelu")
+    c.act = Dinov2Act::kGeluErf;
+  else if (c.hidden_act == "gelu_pytorch_tanh" || c.hidden_act == "gelu_new")
+    c.act = Dinov2Act::kGeluTanh;
+  else if (c.hidden_act == "silu" || c.hidden_act == "swish")
+    c.act = Dinov2Act::kSilu;
+  else if (c.hidden_act == "relu")
+    c.act = Dinov2Act::kRelu;
   else if (!c.use_swiglu_ffn)  // SwiGLU ignores hidden_act
-    return unsupported("Dinov2 hidden_act '", c.hidden_act, "' (supported: gelu, gelu_pytorch_tanh, gelu_new, silu, relu)")
+    return unsupported("Dinov2 hidden_act '", c.hidden_act,
+                       "' (supported: gelu, gelu_pytorch_tanh, gelu_new, silu, relu)")
         .with_file(source);
   return c;
 }
@@ -124,11 +129,13 @@ Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<Model
   const Dinov2Config& c = m->cfg_;
   const int64_t D = c.hidden_size, I = c.inner_dim(), F = c.mlp_hidden();
 
-  QUILL_ASSIGN_OR_RETURN(m->patch_proj, load_linear(f, "embeddings.patch_embeddings.projection", c.num_channels * c.patch_h * c.patch_w, D,
-                                                    /*bias=*/true, /*flatten_conv=*/true));
+  QUILL_ASSIGN_OR_RETURN(
+      m->patch_proj, load_linear(f, "embeddings.patch_embeddings.projection", c.num_channels * c.patch_h * c.patch_w, D,
+                                 /*bias=*/true, /*flatten_conv=*/true));
   QUILL_ASSIGN_OR_RETURN(m->cls_token, load_f32(f, "embeddings.cls_token", {1, 1, D}));
   m->num_positions = c.grid_h() * c.grid_w();
-  QUILL_ASSIGN_OR_RETURN(m->position_embeddings, load_f32(f, "embeddings.position_embeddings", {1, 1 + m->num_positions, D}));
+  QUILL_ASSIGN_OR_RETURN(m->position_embeddings,
+                         load_f32(f, "embeddings.position_embeddings", {1, 1 + m->num_positions, D}));
 
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const std::string p = str_cat("encoder.layer.", i, ".");
@@ -139,10 +146,14 @@ Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<Model
     QUILL_ASSIGN_OR_RETURN(L.norm2_b, load_f32(f, p + "norm2.bias", {D}));
     QUILL_ASSIGN_OR_RETURN(L.lambda1, load_f32(f, p + "layer_scale1.lambda1", {D}));
     QUILL_ASSIGN_OR_RETURN(L.lambda2, load_f32(f, p + "layer_scale2.lambda1", {D}));
-    QUILL_ASSIGN_OR_RETURN(L.q, load_linear(f, pick(f, {p + "attention.attention.query", p + "attention.q_proj"}), D, I, c.qkv_bias));
-    QUILL_ASSIGN_OR_RETURN(L.k, load_linear(f, pick(f, {p + "attention.attention.key", p + "attention.k_proj"}), D, I, c.qkv_bias));
-    QUILL_ASSIGN_OR_RETURN(L.v, load_linear(f, pick(f, {p + "attention.attention.value", p + "attention.v_proj"}), D, I, c.qkv_bias));
-    QUILL_ASSIGN_OR_RETURN(L.o, load_linear(f, pick(f, {p + "attention.output.dense", p + "attention.o_proj"}), I, D, true));
+    QUILL_ASSIGN_OR_RETURN(
+        L.q, load_linear(f, pick(f, {p + "attention.attention.query", p + "attention.q_proj"}), D, I, c.qkv_bias));
+    QUILL_ASSIGN_OR_RETURN(
+        L.k, load_linear(f, pick(f, {p + "attention.attention.key", p + "attention.k_proj"}), D, I, c.qkv_bias));
+    QUILL_ASSIGN_OR_RETURN(
+        L.v, load_linear(f, pick(f, {p + "attention.attention.value", p + "attention.v_proj"}), D, I, c.qkv_bias));
+    QUILL_ASSIGN_OR_RETURN(L.o,
+                           load_linear(f, pick(f, {p + "attention.output.dense", p + "attention.o_proj"}), I, D, true));
     if (!c.use_swiglu_ffn) {
       QUILL_ASSIGN_OR_RETURN(L.fc1, load_linear(f, p + "mlp.fc1", D, F, true));
       QUILL_ASSIGN_OR_RETURN(L.fc2, load_linear(f, p + "mlp.fc2", F, D, true));
@@ -172,15 +183,15 @@ Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<Model
 // ---- forward ----
 
 struct Dinov2Encoder::Buffers {
-  float* patches = nullptr;  // [B*N, C*ph*pw]
-  float* pos = nullptr;      // [S, D]
-  float* x = nullptr;        // [B*S, D] residual stream
-  float* h = nullptr;        // [B*S, D] normed
+  float* patches = nullptr;                                         // [B*N, C*ph*pw]
+  float* pos = nullptr;                                             // [S, D]
+  float* x = nullptr;                                               // [B*S, D] residual stream
+  float* h = nullptr;                                               // [B*S, D] normed
   float *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;  // [B*S, inner]
-  float* tmp = nullptr;      // [B*S, D] branch output (patch embeddings first)
-  float* ff = nullptr;       // [B*S, F] (SwiGLU: [B*S, 2F], gate then up)
-  float* ff_act = nullptr;   // [B*S, F] SwiGLU product
-  float* out = nullptr;      // [B*S, D] final norm when the caller wants no last_hidden
+  float* tmp = nullptr;                                             // [B*S, D] branch output (patch embeddings first)
+  float* ff = nullptr;                                              // [B*S, F] (SwiGLU: [B*S, 2F], gate then up)
+  float* ff_act = nullptr;                                          // [B*S, F] SwiGLU product
+  float* out = nullptr;  // [B*S, D] final norm when the caller wants no last_hidden
   float* linear_scratch = nullptr;
   float* attention_scratch = nullptr;
 };
@@ -298,8 +309,7 @@ Status Dinov2Encoder::encode(const float* pixels, int64_t B, int64_t C, int64_t 
   float* out = last_hidden ? last_hidden : w.out;
   cpu::layer_norm(w.x, out, B * S, D, static_cast<float>(c.layer_norm_eps), final_norm_w.data(), final_norm_b.data(),
                   pool_);
-  for (int64_t b = 0; b < B; ++b)
-    std::memcpy(pooled + b * D, out + b * S * D, static_cast<size_t>(D) * sizeof(float));
+  for (int64_t b = 0; b < B; ++b) std::memcpy(pooled + b * D, out + b * S * D, static_cast<size_t>(D) * sizeof(float));
   return Status();
 }
 
@@ -318,9 +328,15 @@ void swiglu(const float* gate, const float* up, int64_t ld, float* out, int64_t 
 
 void activate(Dinov2Act act, float* x, int64_t n, ThreadPool& pool) {
   switch (act) {
-    case Dinov2Act::kGeluErf: cpu::gelu_erf(x, n, pool); break;
-    case Dinov2Act::kGeluTanh: cpu::gelu_tanh(x, n, pool); break;
-    case Dinov2Act::kSilu: cpu::silu(x, n, pool); break;
+    case Dinov2Act::kGeluErf:
+      cpu::gelu_erf(x, n, pool);
+      break;
+    case Dinov2Act::kGeluTanh:
+      cpu::gelu_tanh(x, n, pool);
+      break;
+    case Dinov2Act::kSilu:
+      cpu::silu(x, n, pool);
+      break;
     case Dinov2Act::kRelu:
       for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
       break;

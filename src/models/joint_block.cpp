@@ -41,7 +41,8 @@ Result<JointBlock> JointBlock::load(const ModelFiles& f, const std::string& pre,
   b.context_pre_only = context_pre_only;
   b.dual = dual;
   QUILL_ASSIGN_OR_RETURN(b.norm1, load_linear(f, pre + ".norm1.linear", D, (dual ? 9 : 6) * D, true));
-  QUILL_ASSIGN_OR_RETURN(b.norm1_context, load_linear(f, pre + ".norm1_context.linear", D, (context_pre_only ? 2 : 6) * D, true));
+  QUILL_ASSIGN_OR_RETURN(b.norm1_context,
+                         load_linear(f, pre + ".norm1_context.linear", D, (context_pre_only ? 2 : 6) * D, true));
   QUILL_ASSIGN_OR_RETURN(b.attn, load_attention(f, pre + ".attn", D, Dh, true, context_pre_only, qk_rms_norm));
   if (dual) {
     QUILL_ASSIGN_OR_RETURN(b.attn2, load_attention(f, pre + ".attn2", D, Dh, false, false, qk_rms_norm));
@@ -164,7 +165,8 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
     QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c + 3 * D, w.mod_c + 4 * D, mc));
     QUILL_RETURN_IF_ERROR(ops.linear(w.nc, B * T, blk.ff_context_up->weight, blk.ff_context_up->bias_ptr(), w.ff));
     QUILL_RETURN_IF_ERROR(ops.gelu_tanh(w.ff, B * T * 4 * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(w.ff, B * T, blk.ff_context_down->weight, blk.ff_context_down->bias_ptr(), w.tmp_c));
+    QUILL_RETURN_IF_ERROR(
+        ops.linear(w.ff, B * T, blk.ff_context_down->weight, blk.ff_context_down->bias_ptr(), w.tmp_c));
     QUILL_RETURN_IF_ERROR(ops.gated_residual(w.c, w.tmp_c, w.mod_c + 5 * D, B, T, D, mc));
   }
   return Status::ok();

@@ -16,7 +16,7 @@ namespace quill {
 
 struct JointAttention {
   Linear to_q, to_k, to_v, to_out;
-  std::optional<Linear> add_q, add_k, add_v, to_add_out;  // context projections (joint attention)
+  std::optional<Linear> add_q, add_k, add_v, to_add_out;          // context projections (joint attention)
   std::vector<float> norm_q, norm_k, norm_added_q, norm_added_k;  // qk RMSNorm weights, empty if none
 };
 
@@ -46,12 +46,12 @@ struct JointShape {
 
 // Activation buffers (from a plan's arena). x [B,N,D], c [B,T,D] are updated in place.
 struct JointBuffers {
-  float *x, *c, *temb_act;             // residual streams; SiLU(temb) [B,D]
-  float *mod_x, *mod_c;                // [B,9D], [B,6D]
-  float *nx, *nx2, *nc;                // normed streams
-  float *q, *k, *v, *attn;             // [B,N+T,D]
-  float *tmp_x, *tmp_c;                // [B,N,D], [B,T,D]
-  float *ff;                           // [B*max(N,T), 4D]
+  float *x, *c, *temb_act;  // residual streams; SiLU(temb) [B,D]
+  float *mod_x, *mod_c;     // [B,9D], [B,6D]
+  float *nx, *nx2, *nc;     // normed streams
+  float *q, *k, *v, *attn;  // [B,N+T,D]
+  float *tmp_x, *tmp_c;     // [B,N,D], [B,T,D]
+  float* ff;                // [B*max(N,T), 4D]
 };
 
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,

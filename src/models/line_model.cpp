@@ -21,7 +21,8 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
     if (it == j.end()) return Status::ok();
     if (!it->is_number_integer()) return invalid_file("config '", key, "' must be an integer").with_file(source);
     field = it->get<int64_t>();
-    if (field < lo || field > hi) return invalid_file("config '", key, "' = ", field, " out of range [", lo, ", ", hi, "]").with_file(source);
+    if (field < lo || field > hi)
+      return invalid_file("config '", key, "' = ", field, " out of range [", lo, ", ", hi, "]").with_file(source);
     return Status::ok();
   };
   QUILL_RETURN_IF_ERROR(get("line_height", c.line_height, 1, 4096));
@@ -37,14 +38,19 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
   QUILL_RETURN_IF_ERROR(get("style_dim", c.style_dim, 1, 1 << 16));
   if (auto it = j.find("rope_theta"); it != j.end() && it->is_number()) c.rope_theta = it->get<double>();
   if (auto it = j.find("qk_norm"); it != j.end()) {
-    if (it->is_null()) c.qk_rms_norm = false;
-    else if (it->is_string() && it->get<std::string>() == "rms_norm") c.qk_rms_norm = true;
-    else return unsupported("qk_norm ", it->dump(), " (supported: null, \"rms_norm\")").with_file(source);
+    if (it->is_null())
+      c.qk_rms_norm = false;
+    else if (it->is_string() && it->get<std::string>() == "rms_norm")
+      c.qk_rms_norm = true;
+    else
+      return unsupported("qk_norm ", it->dump(), " (supported: null, \"rms_norm\")").with_file(source);
   }
-  if (c.attention_head_dim % 4) return invalid_file("attention_head_dim must be a multiple of 4 for 2D RoPE").with_file(source);
+  if (c.attention_head_dim % 4)
+    return invalid_file("attention_head_dim must be a multiple of 4 for 2D RoPE").with_file(source);
   if (c.line_height % c.downscale || c.latent_height() % c.patch_size)
-    return invalid_file("line_height ", c.line_height, " must be divisible by downscale x patch_size (", c.downscale, " x ",
-                        c.patch_size, ")").with_file(source);
+    return invalid_file("line_height ", c.line_height, " must be divisible by downscale x patch_size (", c.downscale,
+                        " x ", c.patch_size, ")")
+        .with_file(source);
   return c;
 }
 
@@ -74,13 +80,15 @@ Result<std::unique_ptr<LineModel>> LineModel::load(std::shared_ptr<ModelFiles> f
   const int64_t D = c.inner_dim(), p = c.patch_size;
   const ModelFiles& f = *files;
   QUILL_ASSIGN_OR_RETURN(m->x_embedder, load_linear(f, "x_embedder", c.in_channels * p * p, D, true));
-  QUILL_ASSIGN_OR_RETURN(m->content_embedder, load_linear(f, "content_embedder", c.glyph_channels * c.latent_height() * p, D, true));
+  QUILL_ASSIGN_OR_RETURN(m->content_embedder,
+                         load_linear(f, "content_embedder", c.glyph_channels * c.latent_height() * p, D, true));
   QUILL_ASSIGN_OR_RETURN(m->time_text_embed, TimeTextEmbed::load(f, D, c.style_dim));
   QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(f, "norm_out.linear", D, 2 * D, true));
   QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(f, "proj_out", D, p * p * c.out_channels, true));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    QUILL_ASSIGN_OR_RETURN(JointBlock blk, JointBlock::load(f, str_cat("transformer_blocks.", i), D, c.attention_head_dim,
-                                                            i == c.num_layers - 1, false, c.qk_rms_norm));
+    QUILL_ASSIGN_OR_RETURN(JointBlock blk,
+                           JointBlock::load(f, str_cat("transformer_blocks.", i), D, c.attention_head_dim,
+                                            i == c.num_layers - 1, false, c.qk_rms_norm));
     m->blocks.push_back(std::move(blk));
   }
   return m;
@@ -100,19 +108,32 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   const int64_t ht = Hl / p, wt = b.latent_w / p, N = ht * wt, T = wt, S = N + T;
   ArenaSizer sizer;
   auto alloc = [&](float*& ptr, int64_t floats) {
-    if (arena) ptr = arena->allocate_n<float>(size_t(floats));
-    else sizer.add(size_t(floats) * sizeof(float));
+    if (arena)
+      ptr = arena->allocate_n<float>(size_t(floats));
+    else
+      sizer.add(size_t(floats) * sizeof(float));
   };
   LineBuffers local;
   LineBuffers& o = bufs ? *bufs : local;
   JointBuffers& j = o.joint;
-  alloc(j.x, B * N * D); alloc(j.c, B * T * D); alloc(j.temb_act, B * D);
-  alloc(j.mod_x, B * 6 * D); alloc(j.mod_c, B * 6 * D);
-  alloc(j.nx, B * N * D); j.nx2 = nullptr; alloc(j.nc, B * T * D);
-  alloc(j.q, B * S * D); alloc(j.k, B * S * D); alloc(j.v, B * S * D); alloc(j.attn, B * S * D);
-  alloc(j.tmp_x, B * N * D); alloc(j.tmp_c, B * T * D);
+  alloc(j.x, B * N * D);
+  alloc(j.c, B * T * D);
+  alloc(j.temb_act, B * D);
+  alloc(j.mod_x, B * 6 * D);
+  alloc(j.mod_c, B * 6 * D);
+  alloc(j.nx, B * N * D);
+  j.nx2 = nullptr;
+  alloc(j.nc, B * T * D);
+  alloc(j.q, B * S * D);
+  alloc(j.k, B * S * D);
+  alloc(j.v, B * S * D);
+  alloc(j.attn, B * S * D);
+  alloc(j.tmp_x, B * N * D);
+  alloc(j.tmp_c, B * T * D);
   alloc(j.ff, B * std::max(N, T) * 4 * D);
-  alloc(o.temb, B * D); alloc(o.tproj, B * TimeTextEmbed::kTimeChannels); alloc(o.pooled_h, B * D);
+  alloc(o.temb, B * D);
+  alloc(o.tproj, B * TimeTextEmbed::kTimeChannels);
+  alloc(o.pooled_h, B * D);
   alloc(o.patches, B * N * cfg_.in_channels * p * p);
   alloc(o.columns, B * T * cfg_.glyph_channels * Hl * p);
   alloc(o.out, B * N * p * p * cfg_.out_channels);

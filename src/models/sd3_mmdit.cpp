@@ -12,11 +12,10 @@ namespace quill {
 namespace {
 constexpr float kEps = 1e-6f;
 
-#define QUILL_CFG_INT(field)                                                  \
-  if (auto it = j.find(#field); it != j.end() && !it->is_null()) {            \
-    if (!it->is_number_integer())                                             \
-      return invalid_file("config '" #field "' must be an integer").with_file(source); \
-    c.field = it->get<int64_t>();                                             \
+#define QUILL_CFG_INT(field)                                                                                       \
+  if (auto it = j.find(#field); it != j.end() && !it->is_null()) {                                                 \
+    if (!it->is_number_integer()) return invalid_file("config '" #field "' must be an integer").with_file(source); \
+    c.field = it->get<int64_t>();                                                                                  \
   }
 }  // namespace
 
@@ -38,7 +37,8 @@ Result<SD3Config> SD3Config::from_json(const nlohmann::json& j, const std::strin
   if (auto it = j.find("dual_attention_layers"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) return invalid_file("config 'dual_attention_layers' must be a list").with_file(source);
     for (const auto& v : *it) {
-      if (!v.is_number_integer()) return invalid_file("config 'dual_attention_layers' must hold integers").with_file(source);
+      if (!v.is_number_integer())
+        return invalid_file("config 'dual_attention_layers' must hold integers").with_file(source);
       c.dual_attention_layers.push_back(v.get<int64_t>());
     }
   }
@@ -48,7 +48,8 @@ Result<SD3Config> SD3Config::from_json(const nlohmann::json& j, const std::strin
     c.qk_rms_norm = true;
   }
   auto positive = [&](int64_t v, const char* name, int64_t max) -> Status {
-    if (v <= 0 || v > max) return invalid_file("config '", name, "' = ", v, " is out of range [1, ", max, "]").with_file(source);
+    if (v <= 0 || v > max)
+      return invalid_file("config '", name, "' = ", v, " is out of range [1, ", max, "]").with_file(source);
     return Status::ok();
   };
   QUILL_RETURN_IF_ERROR(positive(c.patch_size, "patch_size", 64));
@@ -62,7 +63,8 @@ Result<SD3Config> SD3Config::from_json(const nlohmann::json& j, const std::strin
   QUILL_RETURN_IF_ERROR(positive(c.pos_embed_max_size, "pos_embed_max_size", 4096));
   if (c.caption_projection_dim != c.inner_dim())
     return unsupported("caption_projection_dim (", c.caption_projection_dim, ") must equal heads x head_dim (",
-                       c.inner_dim(), ") for the joint blocks").with_file(source);
+                       c.inner_dim(), ") for the joint blocks")
+        .with_file(source);
   return c;
 }
 
@@ -81,17 +83,21 @@ Result<std::unique_ptr<SD3Transformer>> SD3Transformer::load(std::shared_ptr<Mod
   const SD3Config& c = m->cfg_;
   const int64_t D = c.inner_dim(), p = c.patch_size;
   QUILL_ASSIGN_OR_RETURN(m->patch_proj, load_linear(*files, "pos_embed.proj", c.in_channels * p * p, D, true, true));
-  QUILL_ASSIGN_OR_RETURN(m->pos_table, load_f32(*files, "pos_embed.pos_embed", {1, c.pos_embed_max_size * c.pos_embed_max_size, D}));
+  QUILL_ASSIGN_OR_RETURN(m->pos_table,
+                         load_f32(*files, "pos_embed.pos_embed", {1, c.pos_embed_max_size * c.pos_embed_max_size, D}));
   QUILL_ASSIGN_OR_RETURN(m->time_text_embed, TimeTextEmbed::load(*files, D, c.pooled_projection_dim));
-  QUILL_ASSIGN_OR_RETURN(m->context_embedder, load_linear(*files, "context_embedder", c.joint_attention_dim, c.caption_projection_dim, true));
+  QUILL_ASSIGN_OR_RETURN(m->context_embedder, load_linear(*files, "context_embedder", c.joint_attention_dim,
+                                                          c.caption_projection_dim, true));
   QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(*files, "norm_out.linear", D, 2 * D, true));
   QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(*files, "proj_out", D, p * p * c.out_channels, true));
 
   m->blocks.reserve(size_t(c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const bool dual = std::find(c.dual_attention_layers.begin(), c.dual_attention_layers.end(), i) != c.dual_attention_layers.end();
-    QUILL_ASSIGN_OR_RETURN(JointBlock blk, JointBlock::load(*files, str_cat("transformer_blocks.", i), D, c.attention_head_dim,
-                                                            i == c.num_layers - 1, dual, c.qk_rms_norm));
+    const bool dual =
+        std::find(c.dual_attention_layers.begin(), c.dual_attention_layers.end(), i) != c.dual_attention_layers.end();
+    QUILL_ASSIGN_OR_RETURN(JointBlock blk,
+                           JointBlock::load(*files, str_cat("transformer_blocks.", i), D, c.attention_head_dim,
+                                            i == c.num_layers - 1, dual, c.qk_rms_norm));
     m->blocks.push_back(std::move(blk));
   }
   return m;
@@ -101,11 +107,13 @@ Status SD3Transformer::validate(const SD3Bucket& b) const {
   const int64_t p = cfg_.patch_size;
   if (b.batch <= 0 || b.batch > 1024) return invalid_argument("batch ", b.batch, " out of range [1, 1024]");
   if (b.latent_h <= 0 || b.latent_w <= 0 || b.latent_h % p || b.latent_w % p)
-    return invalid_argument("latent size ", b.latent_h, "x", b.latent_w, " must be positive multiples of patch_size ", p);
+    return invalid_argument("latent size ", b.latent_h, "x", b.latent_w, " must be positive multiples of patch_size ",
+                            p);
   if (b.latent_h / p > cfg_.pos_embed_max_size || b.latent_w / p > cfg_.pos_embed_max_size)
     return invalid_argument("latent size ", b.latent_h, "x", b.latent_w, " exceeds pos_embed_max_size ",
                             cfg_.pos_embed_max_size, " patches");
-  if (b.text_len <= 0 || b.text_len > 65536) return invalid_argument("text length ", b.text_len, " out of range [1, 65536]");
+  if (b.text_len <= 0 || b.text_len > 65536)
+    return invalid_argument("text length ", b.text_len, " out of range [1, 65536]");
   return Status::ok();
 }
 
@@ -114,8 +122,10 @@ size_t SD3Transformer::layout(const SD3Bucket& b, const ThreadPool& pool, Arena*
   const int64_t N = (b.latent_h / p) * (b.latent_w / p), T = b.text_len, S = N + T;
   ArenaSizer sizer;
   auto alloc = [&](float*& ptr, int64_t floats) {
-    if (arena) ptr = arena->allocate_n<float>(size_t(floats));
-    else sizer.add(size_t(floats) * sizeof(float));
+    if (arena)
+      ptr = arena->allocate_n<float>(size_t(floats));
+    else
+      sizer.add(size_t(floats) * sizeof(float));
   };
   SD3Buffers local;
   SD3Buffers& o = w ? *w : local;
@@ -160,7 +170,8 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
   ops.set_scratch(w.scratch);
 
   // time_text_embed(timestep, pooled_projections): temb [B,D] and SiLU(temb) for the adaLN linears.
-  QUILL_RETURN_IF_ERROR(time_text_embed.forward(timestep, pooled_projections, B, w.tproj, w.pooled_h, w.temb, w.temb_act, ops));
+  QUILL_RETURN_IF_ERROR(
+      time_text_embed.forward(timestep, pooled_projections, B, w.tproj, w.pooled_h, w.temb, w.temb_act, ops));
 
   // pos_embed: conv(k=s=p) as patches [B*N, C*p*p] (c, ky, kx order) x proj^T, plus the stored
   // sincos table centre-cropped to the latent grid.                                  x: [B,N,D]
@@ -176,11 +187,12 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
       }
 
   // context_embedder: [B,T,J] -> c [B,T,D]
-  QUILL_RETURN_IF_ERROR(ops.linear(encoder_hidden_states, B * T, context_embedder.weight, context_embedder.bias_ptr(), w.c));
+  QUILL_RETURN_IF_ERROR(
+      ops.linear(encoder_hidden_states, B * T, context_embedder.weight, context_embedder.bias_ptr(), w.c));
 
   const JointShape shape{B, N, T, D, cfg_.num_attention_heads, cfg_.attention_head_dim};
-  const JointBuffers jb{w.x, w.c, w.temb_act, w.mod_x, w.mod_c, w.nx, w.nx2, w.nc,
-                        w.q, w.k, w.v, w.attn, w.tmp_x, w.tmp_c, w.ff};
+  const JointBuffers jb{w.x, w.c, w.temb_act, w.mod_x, w.mod_c, w.nx,    w.nx2, w.nc,
+                        w.q, w.k, w.v,        w.attn,  w.tmp_x, w.tmp_c, w.ff};
   for (const JointBlock& blk : blocks) QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, jb, ops));
 
   // norm_out (AdaLayerNormContinuous: scale first, then shift) -> proj_out -> unpatchify.

@@ -39,16 +39,16 @@ struct SD3Bucket {
 
 // Activation buffers of one forward, carved from a plan's arena.
 struct SD3Buffers {
-  float *x = nullptr, *c = nullptr;              // [B,N,D], [B,T,D] residual streams
-  float *temb = nullptr, *temb_act = nullptr;    // [B,D]
-  float *tproj = nullptr, *pooled_h = nullptr;   // [B,256], [B,D]
-  float *mod_x = nullptr, *mod_c = nullptr;      // [B,9D], [B,6D]
-  float *nx = nullptr, *nx2 = nullptr, *nc = nullptr;  // normed streams
+  float *x = nullptr, *c = nullptr;                                 // [B,N,D], [B,T,D] residual streams
+  float *temb = nullptr, *temb_act = nullptr;                       // [B,D]
+  float *tproj = nullptr, *pooled_h = nullptr;                      // [B,256], [B,D]
+  float *mod_x = nullptr, *mod_c = nullptr;                         // [B,9D], [B,6D]
+  float *nx = nullptr, *nx2 = nullptr, *nc = nullptr;               // normed streams
   float *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;  // [B,N+T,D]
-  float *tmp_x = nullptr, *tmp_c = nullptr;      // [B,N,D], [B,T,D]
-  float *ff = nullptr;                           // [B*max(N,T), 4D]
-  float *patches = nullptr;                      // [B*N, C*p*p]
-  float *out = nullptr;                          // [B, N, p*p*Cout]
+  float *tmp_x = nullptr, *tmp_c = nullptr;                         // [B,N,D], [B,T,D]
+  float* ff = nullptr;                                              // [B*max(N,T), 4D]
+  float* patches = nullptr;                                         // [B*N, C*p*p]
+  float* out = nullptr;                                             // [B, N, p*p*Cout]
   OpScratch scratch;
 };
 
@@ -76,8 +76,8 @@ class SD3Transformer {
  private:
   std::shared_ptr<ModelFiles> files_;
   SD3Config cfg_;
-  Linear patch_proj;                   // pos_embed.proj as [D, C*p*p]
-  std::vector<float> pos_table;        // pos_embed.pos_embed [max*max, D]
+  Linear patch_proj;             // pos_embed.proj as [D, C*p*p]
+  std::vector<float> pos_table;  // pos_embed.pos_embed [max*max, D]
   TimeTextEmbed time_text_embed;
   Linear context_embedder, norm_out, proj_out;
   std::vector<JointBlock> blocks;

@@ -10,9 +10,11 @@ namespace quill {
 Result<TimeTextEmbed> TimeTextEmbed::load(const ModelFiles& f, int64_t D, int64_t pooled_dim) {
   TimeTextEmbed e;
   e.dim = D;
-  QUILL_ASSIGN_OR_RETURN(e.time_linear_1, load_linear(f, "time_text_embed.timestep_embedder.linear_1", kTimeChannels, D, true));
+  QUILL_ASSIGN_OR_RETURN(e.time_linear_1,
+                         load_linear(f, "time_text_embed.timestep_embedder.linear_1", kTimeChannels, D, true));
   QUILL_ASSIGN_OR_RETURN(e.time_linear_2, load_linear(f, "time_text_embed.timestep_embedder.linear_2", D, D, true));
-  QUILL_ASSIGN_OR_RETURN(e.text_linear_1, load_linear(f, "time_text_embed.text_embedder.linear_1", pooled_dim, D, true));
+  QUILL_ASSIGN_OR_RETURN(e.text_linear_1,
+                         load_linear(f, "time_text_embed.text_embedder.linear_1", pooled_dim, D, true));
   QUILL_ASSIGN_OR_RETURN(e.text_linear_2, load_linear(f, "time_text_embed.text_embedder.linear_2", D, D, true));
   return e;
 }

@@ -31,10 +31,14 @@ Result<Linear> load_linear(const ModelFiles& files, const std::string& prefix, i
 Result<std::vector<float>> load_f32(const ModelFiles& files, const std::string& name, const Shape& shape) {
   QUILL_ASSIGN_OR_RETURN(Tensor t, files.get(name));
   if (t.numel() != shape.numel() || (t.shape() != shape && t.rank() == shape.rank()))
-    return invalid_file("shape mismatch").with_tensor(name).with_file(files.path()).with_expected_found(
-        shape.to_string(), t.shape().to_string());
+    return invalid_file("shape mismatch")
+        .with_tensor(name)
+        .with_file(files.path())
+        .with_expected_found(shape.to_string(), t.shape().to_string());
   if (!dtype_traits(t.dtype()).is_float)
-    return invalid_file("expected a float tensor, found ", dtype_name(t.dtype())).with_tensor(name).with_file(files.path());
+    return invalid_file("expected a float tensor, found ", dtype_name(t.dtype()))
+        .with_tensor(name)
+        .with_file(files.path());
   std::vector<float> v(static_cast<size_t>(t.numel()));
   if (!convert_to_f32(t.dtype(), t.data(), v.data(), t.numel()))
     return unsupported("cannot convert ", dtype_name(t.dtype()), " to f32").with_tensor(name);

@@ -16,8 +16,8 @@ using VelocityFn = std::function<Status(const float* x, int64_t MB, float t, flo
 using StepCallback = std::function<void(int step, int total)>;
 
 struct FlowLoop {
-  int64_t batch = 1;        // B (images being made)
-  int64_t per_sample = 0;   // floats per image latent
+  int64_t batch = 1;       // B (images being made)
+  int64_t per_sample = 0;  // floats per image latent
   float guidance_scale = 1.0f;
   std::vector<float> sigmas;     // N+1 values, last 0
   std::vector<float> timesteps;  // N model timesteps

@@ -59,7 +59,8 @@ class SD3ImageGenerator final : public ImageGenerator {
 
 Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const std::string& transformer_path,
                                                              const std::string& vae_path, int threads) {
-  auto g = std::make_unique<SD3ImageGenerator>(std::make_unique<ThreadPool>(threads > 0 ? threads : default_thread_count()));
+  auto g =
+      std::make_unique<SD3ImageGenerator>(std::make_unique<ThreadPool>(threads > 0 ? threads : default_thread_count()));
   QUILL_RETURN_IF_ERROR(g->init(transformer_path, vae_path));
   return std::unique_ptr<ImageGenerator>(std::move(g));
 }

@@ -19,16 +19,18 @@ Result<std::unique_ptr<LinePipeline>> LinePipeline::open(const std::string& mode
   QUILL_ASSIGN_OR_RETURN(p->engine_, open_line_engine(model_dir, pool));
   const LineModelConfig& c = p->engine_->model().config();
   if (c.in_channels != c.out_channels || c.glyph_channels != 1 || c.downscale != 1)
-    return unsupported("this line pipeline samples in pixel space with one glyph channel (in_channels == out_channels, "
-                       "glyph_channels 1, downscale 1); the model config asks for in ", c.in_channels, ", out ",
-                       c.out_channels, ", glyph ", c.glyph_channels, ", downscale ", c.downscale)
+    return unsupported(
+               "this line pipeline samples in pixel space with one glyph channel (in_channels == out_channels, "
+               "glyph_channels 1, downscale 1); the model config asks for in ",
+               c.in_channels, ", out ", c.out_channels, ", glyph ", c.glyph_channels, ", downscale ", c.downscale)
         .with_file(model_dir);
   QUILL_ASSIGN_OR_RETURN(p->renderer_, GlyphLineRenderer::create(font_path));
   return p;
 }
 
-Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::string>& texts, const std::string& style_path,
-                                                      const LineOptions& o, int max_batch, LineTimings* timings,
+Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::string>& texts,
+                                                      const std::string& style_path, const LineOptions& o,
+                                                      int max_batch, LineTimings* timings,
                                                       const std::function<void(int, int)>& on_line) {
   const LineModelConfig& c = engine_->model().config();
   LineTimings t;
@@ -38,7 +40,8 @@ Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::str
   // Style embedding (shared by every line of the request).
   std::vector<float> style;
   if (!style_path.empty()) {
-    if (!style_) return unsupported("this model has no style encoder (no style_encoder/ folder), so --style cannot be used");
+    if (!style_)
+      return unsupported("this model has no style encoder (no style_encoder/ folder), so --style cannot be used");
     const auto t0 = std::chrono::steady_clock::now();
     QUILL_ASSIGN_OR_RETURN(style, style_->embed(style_path));
     if (int64_t(style.size()) != c.style_dim)

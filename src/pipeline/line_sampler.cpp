@@ -50,7 +50,8 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
 
   // Batched conditioning: [uncond; cond] when guided. Unconditional style = zeros.
   std::vector<float> glyphs(static_cast<size_t>(MB * per_glyph)), style(static_cast<size_t>(MB * S), 0.0f);
-  for (int64_t m = 0; m < MB; ++m) std::copy(r.glyphs + (m % B) * per_glyph, r.glyphs + (m % B + 1) * per_glyph, glyphs.begin() + m * per_glyph);
+  for (int64_t m = 0; m < MB; ++m)
+    std::copy(r.glyphs + (m % B) * per_glyph, r.glyphs + (m % B + 1) * per_glyph, glyphs.begin() + m * per_glyph);
   if (r.style) std::copy(r.style, r.style + B * S, style.begin() + (guided ? B * S : 0));
   std::vector<float> tsteps(static_cast<size_t>(MB));
 

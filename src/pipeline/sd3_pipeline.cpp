@@ -14,8 +14,8 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   if (r.steps <= 0 || r.steps > 1000) return invalid_argument("steps must be in [1, 1000], got ", r.steps);
   if (r.batch <= 0 || r.batch > 64) return invalid_argument("batch must be in [1, 64], got ", r.batch);
   if (r.height <= 0 || r.width <= 0 || r.height % (f * cfg.patch_size) || r.width % (f * cfg.patch_size))
-    return invalid_argument("image size ", r.width, "x", r.height, " must be a positive multiple of ", f * cfg.patch_size,
-                            " (VAE factor ", f, " x patch size ", cfg.patch_size, ")");
+    return invalid_argument("image size ", r.width, "x", r.height, " must be a positive multiple of ",
+                            f * cfg.patch_size, " (VAE factor ", f, " x patch size ", cfg.patch_size, ")");
   if (vae.config().latent_channels != cfg.in_channels)
     return invalid_argument("the VAE has ", vae.config().latent_channels, " latent channels but the transformer takes ",
                             cfg.in_channels);
@@ -25,8 +25,8 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   std::vector<float> latents(static_cast<size_t>(r.batch * C * h * w));
   if (r.initial_latents) {
     if (r.initial_latents->size() != latents.size())
-      return invalid_argument("initial latents hold ", r.initial_latents->size(), " floats, expected [", r.batch, ", ", C,
-                              ", ", h, ", ", w, "]");
+      return invalid_argument("initial latents hold ", r.initial_latents->size(), " floats, expected [", r.batch, ", ",
+                              C, ", ", h, ", ", w, "]");
     latents = *r.initial_latents;
   } else {
     fill_normal(r.seed, latents.data(), int64_t(latents.size()));

@@ -23,7 +23,7 @@ struct SD3GenerateRequest {
   double shift = 3.0;
   uint64_t seed = 0;
   const std::vector<float>* initial_latents = nullptr;  // [B, C, h, w]; seeded noise when null
-  VaeTiling tiling;                                      // off by default
+  VaeTiling tiling;                                     // off by default
 };
 
 struct SD3GenerateTimings {

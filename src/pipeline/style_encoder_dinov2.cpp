@@ -6,7 +6,8 @@
 
 namespace quill {
 
-Result<std::unique_ptr<StyleEncoder>> Dinov2StyleEncoder::open_if_present(const std::string& model_dir, ThreadPool& pool) {
+Result<std::unique_ptr<StyleEncoder>> Dinov2StyleEncoder::open_if_present(const std::string& model_dir,
+                                                                          ThreadPool& pool) {
   const std::string dir = model_dir + "/style_encoder";
   struct stat sb {};
   if (::stat((dir + "/config.json").c_str(), &sb) != 0) return std::unique_ptr<StyleEncoder>();

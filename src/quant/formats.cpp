@@ -112,8 +112,10 @@ Result<Tensor> quantize_tensor(const Tensor& w, DType dtype) {
         return invalid_argument("quantize_tensor: ", dtype_name(dtype), " needs K to be a multiple of ", block,
                                 ", got shape ", w.shape().to_string());
       Tensor out = Tensor::empty(dtype, Shape{N, K});
-      if (dtype == DType::kQ8_0) QUILL_RETURN_IF_ERROR(quantize_q8_0(src, N, K, out.data()));
-      else QUILL_RETURN_IF_ERROR(quantize_tq2_0_g128(src, N, K, out.data()));
+      if (dtype == DType::kQ8_0)
+        QUILL_RETURN_IF_ERROR(quantize_q8_0(src, N, K, out.data()));
+      else
+        QUILL_RETURN_IF_ERROR(quantize_tq2_0_g128(src, N, K, out.data()));
       return out;
     }
     case DType::kF16:

@@ -11,7 +11,6 @@
 namespace quill::quant {
 
 bool onednn_bf16_available();
-Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w, int64_t N,
-                          float* y);
+Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w, int64_t N, float* y);
 
 }  // namespace quill::quant

@@ -27,25 +27,25 @@ struct WeightView {
 };
 
 struct TileArgs {
-  const void* act;        // activation rows (f32, bf16 or u8), row stride lda elements
+  const void* act;  // activation rows (f32, bf16 or u8), row stride lda elements
   int64_t lda;
-  const float* act_scale; // kI8: per-row scale, indexed by absolute row m
-  int64_t m0, mr;         // rows [m0, m0 + mr) (absolute, relative to act/act_scale base)
-  const uint8_t* panel;   // the sub-panel (whole K)
-  int64_t K, k0, kc;      // k block [k0, k0 + kc)
-  float* y;               // output rows base (row m at y + m * ldy)
+  const float* act_scale;  // kI8: per-row scale, indexed by absolute row m
+  int64_t m0, mr;          // rows [m0, m0 + mr) (absolute, relative to act/act_scale base)
+  const uint8_t* panel;    // the sub-panel (whole K)
+  int64_t K, k0, kc;       // k block [k0, k0 + kc)
+  float* y;                // output rows base (row m at y + m * ldy)
   int64_t ldy;
-  int64_t n0, nvalid;     // columns [n0, n0 + nvalid), nvalid <= nr
-  const float* bias;      // may be null
-  bool first, last;       // first k block: start from 0; last: apply bias / scales
+  int64_t n0, nvalid;  // columns [n0, n0 + nvalid), nvalid <= nr
+  const float* bias;   // may be null
+  bool first, last;    // first k block: start from 0; last: apply bias / scales
 };
 
 struct KernelSet {
   PanelKind kind;
-  int nr;           // columns per sub-panel
-  int mr;           // rows per micro-tile (tile accepts any mr in [1, this])
-  int64_t kc;       // k block (a multiple of the group for kI8)
-  int64_t group;    // kI8: k per scale group
+  int nr;         // columns per sub-panel
+  int mr;         // rows per micro-tile (tile accepts any mr in [1, this])
+  int64_t kc;     // k block (a multiple of the group for kI8)
+  int64_t group;  // kI8: k per scale group
   size_t (*panel_bytes)(int64_t K, int64_t group);
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
@@ -63,7 +63,7 @@ namespace avx512 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);  // same numerics
 void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
-}
+}  // namespace avx512
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 }

@@ -21,8 +21,10 @@ void decode_f32(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
   for (int64_t k0 = 0; k0 < w.K; k0 += kChunk) {
     const int64_t len = std::min(kChunk, w.K - k0);
     for (int64_t r = 0; r < kNr; ++r) {
-      if (r < rows) decode_row_chunk_f32(w, n0 + r, k0, len, tile[r]);
-      else std::memset(tile[r], 0, sizeof(tile[r]));
+      if (r < rows)
+        decode_row_chunk_f32(w, n0 + r, k0, len, tile[r]);
+      else
+        std::memset(tile[r], 0, sizeof(tile[r]));
     }
     for (int64_t k = 0; k < len; ++k)
       for (int64_t r = 0; r < kNr; ++r) out[(k0 + k) * kNr + r] = tile[r][k];
@@ -67,12 +69,18 @@ void tile_f32(const TileArgs& a) {
 
 void tile(const TileArgs& a) {
   switch (a.mr) {
-    case 6: return tile_f32<6>(a);
-    case 5: return tile_f32<5>(a);
-    case 4: return tile_f32<4>(a);
-    case 3: return tile_f32<3>(a);
-    case 2: return tile_f32<2>(a);
-    default: return tile_f32<1>(a);
+    case 6:
+      return tile_f32<6>(a);
+    case 5:
+      return tile_f32<5>(a);
+    case 4:
+      return tile_f32<4>(a);
+    case 3:
+      return tile_f32<3>(a);
+    case 2:
+      return tile_f32<2>(a);
+    default:
+      return tile_f32<1>(a);
   }
 }
 

@@ -92,8 +92,10 @@ void decode_f32_float(const WeightView& w, int64_t n0, int64_t rows, uint8_t* pa
   for (int64_t k0 = 0; k0 < w.K; k0 += kChunk) {
     const int64_t len = std::min(kChunk, w.K - k0);
     for (int64_t r = 0; r < kNr; ++r) {
-      if (r < rows) decode_row_chunk_f32(w, n0 + r, k0, len, tile[r]);
-      else std::memset(tile[r], 0, sizeof(tile[r]));
+      if (r < rows)
+        decode_row_chunk_f32(w, n0 + r, k0, len, tile[r]);
+      else
+        std::memset(tile[r], 0, sizeof(tile[r]));
     }
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32(int(kChunk)));
@@ -339,10 +341,22 @@ struct ByRows {
     if constexpr (MR > 1) ByRows<T, MR - 1>::run(a);
   }
 };
-template <int MR> struct F32T { static void go(const TileArgs& a) { tile_f32<MR>(a); } };
-template <int MR> struct Bf16T { static void go(const TileArgs& a) { tile_bf16<MR>(a); } };
-template <int MR> struct I8Tq2T { static void go(const TileArgs& a) { tile_i8<MR, 128>(a); } };
-template <int MR> struct I8Q8T { static void go(const TileArgs& a) { tile_i8<MR, 32>(a); } };
+template <int MR>
+struct F32T {
+  static void go(const TileArgs& a) { tile_f32<MR>(a); }
+};
+template <int MR>
+struct Bf16T {
+  static void go(const TileArgs& a) { tile_bf16<MR>(a); }
+};
+template <int MR>
+struct I8Tq2T {
+  static void go(const TileArgs& a) { tile_i8<MR, 128>(a); }
+};
+template <int MR>
+struct I8Q8T {
+  static void go(const TileArgs& a) { tile_i8<MR, 32>(a); }
+};
 
 constexpr int kMrF32 = 12, kMrBf16 = 12, kMrI8 = 6;
 
@@ -370,7 +384,8 @@ const KernelSet* kernels(DType dtype, PanelKind kind) {
       if (dtype == DType::kTQ2_0_G128) return &kF32Tq2;
       if (dtype == DType::kQ8_0) return &kF32Q8;
       return &kF32Float;
-    case PanelKind::kBf16: return dtype == DType::kBF16 ? &kBf16 : nullptr;
+    case PanelKind::kBf16:
+      return dtype == DType::kBF16 ? &kBf16 : nullptr;
     case PanelKind::kI8:
       if (dtype == DType::kTQ2_0_G128) return &kI8Tq2;
       if (dtype == DType::kQ8_0) return &kI8Q8;

@@ -51,9 +51,12 @@ int64_t act_stride(PanelKind kind, int64_t K) { return kind == PanelKind::kBf16 
 
 size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
   switch (kind) {
-    case PanelKind::kF32: return 0;
-    case PanelKind::kBf16: return align_up(size_t(rows * act_stride(kind, K)) * 2);
-    case PanelKind::kI8: return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
+    case PanelKind::kF32:
+      return 0;
+    case PanelKind::kBf16:
+      return align_up(size_t(rows * act_stride(kind, K)) * 2);
+    case PanelKind::kI8:
+      return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
   }
   return 0;
 }
@@ -86,10 +89,18 @@ void detail::decode_row_chunk_f32(const WeightView& w, int64_t n, int64_t k0, in
   const auto& tr = dtype_traits(w.dtype);
   const uint8_t* p = w.data + n * w.row_bytes + k0 / tr.block_size * tr.block_bytes;
   switch (w.dtype) {
-    case DType::kTQ2_0_G128: (void)dequantize_tq2_0_g128(p, 1, len, out); break;
-    case DType::kQ8_0: (void)dequantize_q8_0(p, 1, len, out); break;
-    case DType::kF8E4M3: (void)dequantize_fp8_e4m3_rows(p, w.row_scale + n, 1, len, out); break;
-    default: convert_to_f32(w.dtype, p, out, len); break;
+    case DType::kTQ2_0_G128:
+      (void)dequantize_tq2_0_g128(p, 1, len, out);
+      break;
+    case DType::kQ8_0:
+      (void)dequantize_q8_0(p, 1, len, out);
+      break;
+    case DType::kF8E4M3:
+      (void)dequantize_fp8_e4m3_rows(p, w.row_scale + n, 1, len, out);
+      break;
+    default:
+      convert_to_f32(w.dtype, p, out, len);
+      break;
   }
 }
 
@@ -120,8 +131,8 @@ void decode_row_int(const WeightView& w, int64_t n, int8_t* q, float* d) {
 
 size_t reference_scratch_per_thread(int64_t K) { return align_up(size_t(K) * sizeof(float)) * 2; }
 
-void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind kind, const void* act,
-                      int64_t lda, const float* act_scale, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind kind, const void* act, int64_t lda,
+                      const float* act_scale, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
   const int64_t K = w.K, N = w.N;
   const size_t per_thread = reference_scratch_per_thread(K);
   std::atomic<int64_t> next{0};
@@ -227,8 +238,8 @@ Status check_weight(const Tensor& W, const float* w_scale, WeightView* out) {
                             " has K not a multiple of the block size ", tr.block_size);
   if (W.dtype() == DType::kF8E4M3 && !w_scale)
     return invalid_argument("quant_linear: an f8_e4m3 weight needs its per-row scales");
-  *out = WeightView{W.dtype(), static_cast<const uint8_t*>(W.data()), N, K, K / tr.block_size * tr.block_bytes,
-                    w_scale};
+  *out =
+      WeightView{W.dtype(), static_cast<const uint8_t*>(W.data()), N, K, K / tr.block_size * tr.block_bytes, w_scale};
   return Status::ok();
 }
 
@@ -237,9 +248,12 @@ Status check_weight(const Tensor& W, const float* w_scale, WeightView* out) {
 namespace detail {
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
   switch (kind) {
-    case PanelKind::kF32: return size_t(K) * size_t(nr) * 4;
-    case PanelKind::kBf16: return size_t(K) * size_t(nr) * 2;
-    case PanelKind::kI8: return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4 + size_t(nr) * 4;
+    case PanelKind::kF32:
+      return size_t(K) * size_t(nr) * 4;
+    case PanelKind::kBf16:
+      return size_t(K) * size_t(nr) * 2;
+    case PanelKind::kI8:
+      return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4 + size_t(nr) * 4;
   }
   return 0;
 }
@@ -248,8 +262,7 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
 const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }
 
 bool quant_linear_supports(DType d) {
-  return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 ||
-         d == DType::kF8E4M3;
+  return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
 }
 
 QuantMode quant_mode_from_env() {
@@ -294,12 +307,16 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           if (kind == PanelKind::kI8) {
-            if (ks && avx512) detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
-            else detail::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+            if (ks && avx512)
+              detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+            else
+              detail::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
           } else {
             auto* out = reinterpret_cast<uint16_t*>(act) + r * lda;
-            if (ks && avx512) detail::avx512::prep_bf16_rows(xc + r * K, 1, K, out);
-            else detail::prep_bf16_rows(xc + r * K, 1, K, out);
+            if (ks && avx512)
+              detail::avx512::prep_bf16_rows(xc + r * K, 1, K, out);
+            else
+              detail::prep_bf16_rows(xc + r * K, 1, K, out);
           }
         }
       });
@@ -314,8 +331,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
           for (int64_t n = 0; n < w.N; ++n) yc[r * w.N + n] += bias[n];
       continue;
     }
-    if (ks) panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
-    else reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
+    if (ks)
+      panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
+    else
+      reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
   }
   return Status::ok();
 }

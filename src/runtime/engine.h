@@ -33,8 +33,9 @@ class Engine {
 
   // `pool` must outlive the engine.
   Engine(std::unique_ptr<Model> model, ThreadPool& pool)
-      : model_(std::move(model)), pool_(pool), cpu_(pool), ops_(&cpu_),
-        plans_([this](const Bucket& b) { return build_plan(b); }) {}
+      : model_(std::move(model)), pool_(pool), cpu_(pool), ops_(&cpu_), plans_([this](const Bucket& b) {
+          return build_plan(b);
+        }) {}
 
   const Model& model() const { return *model_; }
   Result<Plan<Model>*> plan(const Bucket& bucket) { return plans_.get(bucket); }

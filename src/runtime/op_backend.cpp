@@ -11,13 +11,20 @@ namespace quill {
 
 const char* op_kind_name(OpKind k) {
   switch (k) {
-    case OpKind::kLinear: return "linear";
-    case OpKind::kAttention: return "attention";
-    case OpKind::kLayerNorm: return "layer_norm";
-    case OpKind::kRmsNorm: return "rms_norm";
-    case OpKind::kActivation: return "activation";
-    case OpKind::kResidual: return "residual";
-    case OpKind::kCount: break;
+    case OpKind::kLinear:
+      return "linear";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kLayerNorm:
+      return "layer_norm";
+    case OpKind::kRmsNorm:
+      return "rms_norm";
+    case OpKind::kActivation:
+      return "activation";
+    case OpKind::kResidual:
+      return "residual";
+    case OpKind::kCount:
+      break;
   }
   return "?";
 }
@@ -120,8 +127,7 @@ size_t CpuBackend::attention_scratch_floats(int64_t Skv, int64_t Dh, const Threa
   return cpu::attention_scratch_floats(Skv, Dh, pool);
 }
 
-Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
-                          const OpScratch& s) {
+Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) {
   if (W.rank() != 2) return internal_error("linear weight must be 2-D, got ", W.shape().to_string());
   const auto& tr = dtype_traits(W.dtype());
   if (tr.is_quantized && quant::quant_linear_supports(W.dtype())) {

@@ -91,8 +91,8 @@ class Dispatcher {
   Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y);
   Status attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
                    int64_t H, int64_t Dh, float scale);
-  Status layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps,
-                             const float* shift, const float* scale, int64_t mod_stride);
+  Status layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps, const float* shift,
+                             const float* scale, int64_t mod_stride);
   Status layer_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w, const float* b);
   Status rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w);
   Status gelu_tanh(float* x, int64_t n);
@@ -125,8 +125,7 @@ class CpuBackend final : public OpBackend {
   static size_t linear_scratch_floats(const Tensor& W, const ThreadPool& pool);
   static size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool);
 
-  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
-                const OpScratch& s) override;
+  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) override;
   Status attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
                    int64_t H, int64_t Dh, float scale, const OpScratch& s) override;
   Status layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps, const float* shift,

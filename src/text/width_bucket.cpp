@@ -7,8 +7,8 @@ namespace quill {
 Result<WidthBucket> width_bucket(int64_t natural_width, int64_t line_height, int64_t max_line_width, int64_t downscale,
                                  int64_t patch, OverflowPolicy policy) {
   if (line_height <= 0 || downscale <= 0 || patch <= 0)
-    return invalid_argument("line height, downscale and patch must be positive (got ", line_height, ", ", downscale, ", ",
-                            patch, ")");
+    return invalid_argument("line height, downscale and patch must be positive (got ", line_height, ", ", downscale,
+                            ", ", patch, ")");
   // Every canvas width is a multiple of 16, so this is the condition for all of them to split into
   // whole latents and tokens; checked up front so a config fails on every line, not on some.
   if (downscale > 16 || patch > 16 || 16 % (downscale * patch) != 0)

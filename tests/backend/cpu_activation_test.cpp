@@ -74,7 +74,8 @@ TEST(CpuActivation, GeluTanhMatchesTorch) {
     for (size_t i = 0; i < x.size(); ++i) {
       // Torch evaluates 0.5 x (1 + tanh u) in float: for x below ~-1.5, 1 + tanh(u) cancels and
       // torch's own error is up to 0.5 |x| ulp(1) = 6e-8 |x| absolute. Above that: 1e-6 relative.
-      const double tol = x[i] >= -1.5f ? 1e-6 * std::fabs(t[i]) + 1e-12 : 1e-6 * std::fabs(t[i]) + 6e-8 * std::fabs(x[i]);
+      const double tol =
+          x[i] >= -1.5f ? 1e-6 * std::fabs(t[i]) + 1e-12 : 1e-6 * std::fabs(t[i]) + 6e-8 * std::fabs(x[i]);
       ASSERT_NEAR(y[i], t[i], tol) << "x=" << x[i];
     }
   }

@@ -63,8 +63,8 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 void check(const Shape4& s, float qk_std, ThreadPool& pool) {
-  SCOPED_TRACE(testing::Message() << "B=" << s.B << " Sq=" << s.Sq << " Skv=" << s.Skv << " H=" << s.H
-                                  << " Dh=" << s.Dh << " qk_std=" << qk_std);
+  SCOPED_TRACE(testing::Message() << "B=" << s.B << " Sq=" << s.Sq << " Skv=" << s.Skv << " H=" << s.H << " Dh=" << s.Dh
+                                  << " qk_std=" << qk_std);
   const auto q = randn(size_t(s.B * s.Sq * s.H * s.Dh), 1, 0.0f, qk_std);
   const auto k = randn(size_t(s.B * s.Skv * s.H * s.Dh), 2, 0.0f, qk_std);
   const auto v = randn(size_t(s.B * s.Skv * s.H * s.Dh), 3);
@@ -80,8 +80,7 @@ void check(const Shape4& s, float qk_std, ThreadPool& pool) {
     SCOPED_TRACE(cpu_isa_name(isa));
     auto out = nan_filled(q.size());
     auto scratch = nan_filled(cpu::attention_scratch_floats(s.Skv, s.Dh, pool));
-    cpu::attention(q.data(), k.data(), v.data(), out.data(), s.B, s.Sq, s.Skv, s.H, s.Dh, scale, scratch.data(),
-                   pool);
+    cpu::attention(q.data(), k.data(), v.data(), out.data(), s.B, s.Sq, s.Skv, s.H, s.Dh, scale, scratch.data(), pool);
     EXPECT_LE(rel_error(out, ref), 1e-5) << "flash vs double";
     EXPECT_LE(rel_error(out, naive), 1e-5) << "flash vs naive";
   }
@@ -90,9 +89,8 @@ void check(const Shape4& s, float qk_std, ThreadPool& pool) {
 TEST(CpuAttention, FlashMatchesReferenceOnOddShapes) {
   ThreadPool pool(3);
   const Shape4 shapes[] = {
-      {1, 1, 1, 1, 8},     {1, 7, 7, 3, 8},      {2, 33, 33, 3, 64},  {1, 257, 257, 1, 64},
-      {1, 1, 257, 3, 72},  {2, 257, 7, 1, 72},   {1, 33, 129, 3, 64}, {1, 65, 300, 2, 13},
-      {2, 128, 128, 2, 64}, {1, 7, 1, 1, 64},
+      {1, 1, 1, 1, 8},    {1, 7, 7, 3, 8},     {2, 33, 33, 3, 64},  {1, 257, 257, 1, 64}, {1, 1, 257, 3, 72},
+      {2, 257, 7, 1, 72}, {1, 33, 129, 3, 64}, {1, 65, 300, 2, 13}, {2, 128, 128, 2, 64}, {1, 7, 1, 1, 64},
   };
   for (const auto& s : shapes) check(s, 1.0f, pool);
 }
@@ -123,8 +121,8 @@ TEST(CpuAttention, IncreasingScoresForceEveryTileToRescale) {
 TEST(CpuAttention, ScratchIsLinearInSequenceNotQuadratic) {
   ThreadPool pool(2);
   const size_t s1 = cpu::attention_scratch_floats(1024, 64, pool), s4 = cpu::attention_scratch_floats(4096, 64, pool);
-  EXPECT_LT(s4, 4 * s1);                            // no S^2 term
-  EXPECT_LT(s4, size_t(2) * 4096 * 64 * 3);         // per thread: about one head's K and V
+  EXPECT_LT(s4, 4 * s1);                     // no S^2 term
+  EXPECT_LT(s4, size_t(2) * 4096 * 64 * 3);  // per thread: about one head's K and V
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ struct Case {
 
 TEST(CpuLinear, MatchesDoubleReferenceForEveryWeightTypeAndIsa) {
   ThreadPool pool(3);
-  const Case cases[] = {{1, 1, 1},    {1, 7, 33},   {3, 40, 64},   {4, 65, 129},   {5, 33, 7},
+  const Case cases[] = {{1, 1, 1},     {1, 7, 33},     {3, 40, 64}, {4, 65, 129},    {5, 33, 7},
                         {17, 129, 72}, {33, 300, 257}, {70, 19, 1}, {16, 300, 4096}, {1, 300, 4096}};
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const Case& c : cases) {

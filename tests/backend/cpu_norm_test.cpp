@@ -84,8 +84,8 @@ TEST(CpuNorm, LayerNormModulateUsesPerBatchChunksOfTheModulationVector) {
           double mean, rstd;
           ln_reference(x.data() + r * D, D, 1e-6, mean, rstd);
           for (int64_t i = 0; i < D; ++i)
-            ref[size_t(r * D + i)] = (x[size_t(r * D + i)] - mean) * rstd * (1.0 + scale[b * stride + i]) +
-                                     shift[b * stride + i];
+            ref[size_t(r * D + i)] =
+                (x[size_t(r * D + i)] - mean) * rstd * (1.0 + scale[b * stride + i]) + shift[b * stride + i];
         }
       expect_near_all(y, ref, "layer_norm_modulate");
     }
@@ -105,7 +105,8 @@ TEST(CpuNorm, RmsNormOutOfPlaceAndInPlace) {
           double ms = 0.0;
           for (int64_t i = 0; i < D; ++i) ms += double(x[size_t(r * D + i)]) * x[size_t(r * D + i)];
           const double rstd = 1.0 / std::sqrt(ms / double(D) + 1e-6);
-          for (int64_t i = 0; i < D; ++i) ref[size_t(r * D + i)] = x[size_t(r * D + i)] * rstd * (with_w ? w[size_t(i)] : 1.0);
+          for (int64_t i = 0; i < D; ++i)
+            ref[size_t(r * D + i)] = x[size_t(r * D + i)] * rstd * (with_w ? w[size_t(i)] : 1.0);
         }
         auto y = nan_filled(x.size());
         cpu::rms_norm(x.data(), y.data(), rows, D, 1e-6f, with_w ? w.data() : nullptr, pool);
@@ -132,7 +133,8 @@ TEST(CpuNorm, GatedResidual) {
       std::vector<double> ref(x.size());
       for (int64_t r = 0; r < B * S; ++r)
         for (int64_t i = 0; i < D; ++i)
-          ref[size_t(r * D + i)] = double(x[size_t(r * D + i)]) + double(gate[(r / S) * stride + i]) * y[size_t(r * D + i)];
+          ref[size_t(r * D + i)] =
+              double(x[size_t(r * D + i)]) + double(gate[(r / S) * stride + i]) * y[size_t(r * D + i)];
       cpu::gated_residual(x.data(), y.data(), gate, B, S, D, stride, pool);
       expect_near_all(x, ref, "gated_residual");
     }

@@ -23,7 +23,7 @@ TEST(DType, F16KnownBits) {
   EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
   EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
   EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);                 // rounds to Inf
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // rounds to Inf
   EXPECT_EQ(f32_to_f16(65519.99f), 0x7bff);
   EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::infinity()), 0x7c00);
   EXPECT_EQ(f32_to_f16(-std::numeric_limits<float>::infinity()), 0xfc00);
@@ -68,11 +68,11 @@ TEST(DType, F8E4M3KnownBits) {
   EXPECT_EQ(f32_to_f8e4m3(448.0f), 0x7e);
   EXPECT_EQ(f32_to_f8e4m3(1000.0f), 0x7e);  // saturates (documented)
   EXPECT_EQ(f32_to_f8e4m3(-448.0f), 0xfe);
-  EXPECT_EQ(f32_to_f8e4m3(0.001953125f), 0x01);  // 2^-9, smallest subnormal
-  EXPECT_EQ(f32_to_f8e4m3(0.0009765625f), 0x00); // half of it: tie to even
-  EXPECT_EQ(f32_to_f8e4m3(1.0625f), 0x38);       // tie between 1.0 and 1.125 -> even (1.0)
-  EXPECT_EQ(f32_to_f8e4m3(1.1875f), 0x3a);       // tie between 1.125 and 1.25 -> even (1.25)
-  EXPECT_EQ(f32_to_f8e4m3(0.015625f), 0x08);     // 2^-6, smallest normal
+  EXPECT_EQ(f32_to_f8e4m3(0.001953125f), 0x01);   // 2^-9, smallest subnormal
+  EXPECT_EQ(f32_to_f8e4m3(0.0009765625f), 0x00);  // half of it: tie to even
+  EXPECT_EQ(f32_to_f8e4m3(1.0625f), 0x38);        // tie between 1.0 and 1.125 -> even (1.0)
+  EXPECT_EQ(f32_to_f8e4m3(1.1875f), 0x3a);        // tie between 1.125 and 1.25 -> even (1.25)
+  EXPECT_EQ(f32_to_f8e4m3(0.015625f), 0x08);      // 2^-6, smallest normal
   EXPECT_EQ(f8e4m3_to_f32(0x7e), 448.0f);
   EXPECT_TRUE(std::isnan(f8e4m3_to_f32(0x7f)));
   EXPECT_TRUE(std::isnan(f8e4m3_to_f32(0xff)));

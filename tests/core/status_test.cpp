@@ -17,7 +17,10 @@ Result<int> twice(int v) {
 }
 
 TEST(Status, CarriesContext) {
-  Status s = invalid_file("offsets overlap").with_file("m.safetensors").with_tensor("a.weight").with_expected_found("[0, 8)", "[4, 12)");
+  Status s = invalid_file("offsets overlap")
+                 .with_file("m.safetensors")
+                 .with_tensor("a.weight")
+                 .with_expected_found("[0, 8)", "[4, 12)");
   EXPECT_EQ(s.to_string(), "file 'm.safetensors': tensor 'a.weight': offsets overlap (expected [0, 8), found [4, 12))");
   EXPECT_EQ(s.code(), ErrorCode::kInvalidFile);
 }

@@ -7,11 +7,11 @@
 #include <map>
 
 #include "core/log.h"
+#include "cuda/cuda_test_util.h"
 #include "io/safetensors.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/gpu_policy.h"
 #include "runtime/sd3_engine.h"
-#include "cuda/cuda_test_util.h"
 
 namespace quill {
 namespace {

@@ -115,9 +115,9 @@ TEST_P(CudaAttention, MatchesCpu) {
   const float scale = 1.0f / std::sqrt(float(c.Dh));
   auto scratch = test::cpu_scratch(nullptr, c.Skv, c.Dh, pool);
   auto want = nans(int64_t(q.size())), got = nans(int64_t(q.size()));
-  ASSERT_TRUE(cpu.attention(q.data(), k.data(), v.data(), want.data(), c.B, c.Sq, c.Skv, c.H, c.Dh, scale,
-                            scratch.get())
-                  .is_ok());
+  ASSERT_TRUE(
+      cpu.attention(q.data(), k.data(), v.data(), want.data(), c.B, c.Sq, c.Skv, c.H, c.Dh, scale, scratch.get())
+          .is_ok());
   const Status st = gpu.attention(q.data(), k.data(), v.data(), got.data(), c.B, c.Sq, c.Skv, c.H, c.Dh, scale, {});
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   const bool tensor_cores = c.Dh == 64 || c.Dh == 128;
@@ -213,7 +213,8 @@ TEST(CudaActivations, MatchCpu) {
     auto want = x, got = x;
     ASSERT_TRUE((which ? cpu.silu(want.data(), int64_t(want.size())) : cpu.gelu_tanh(want.data(), int64_t(want.size())))
                     .is_ok());
-    const Status st = which ? gpu.silu(got.data(), int64_t(got.size())) : gpu.gelu_tanh(got.data(), int64_t(got.size()));
+    const Status st =
+        which ? gpu.silu(got.data(), int64_t(got.size())) : gpu.gelu_tanh(got.data(), int64_t(got.size()));
     ASSERT_TRUE(st.is_ok()) << st.to_string();
     EXPECT_GPU_MATCHES_CPU(got, want, test::kF32Bound);
   }

@@ -14,8 +14,8 @@
 #include "support/test_util.h"
 
 // Every test that needs a GPU starts with this.
-#define QUILL_REQUIRE_CUDA()                                                          \
-  do {                                                                                \
+#define QUILL_REQUIRE_CUDA()                                                               \
+  do {                                                                                     \
     if (::quill::cuda::CudaBackend::device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
@@ -66,22 +66,22 @@ inline Agreement agreement(const std::vector<float>& gpu, const std::vector<floa
 }
 
 // The GPU result against the CPU's: cosine >= 0.999 and rel_l2 <= the dtype's bound, no NaN / Inf.
-#define EXPECT_GPU_MATCHES_CPU(gpu, cpu, rel_bound)                                               \
-  do {                                                                                            \
-    const auto quill_a_ = ::quill::test::agreement(gpu, cpu);                                     \
-    RecordProperty("agreement", quill_a_.report());                                               \
-    EXPECT_EQ(quill_a_.nonfinite, 0u) << quill_a_.report();                                       \
-    EXPECT_GE(quill_a_.cosine, 0.999) << quill_a_.report();                                       \
-    EXPECT_LE(quill_a_.rel_l2, rel_bound) << quill_a_.report();                                   \
+#define EXPECT_GPU_MATCHES_CPU(gpu, cpu, rel_bound)                                                          \
+  do {                                                                                                       \
+    const auto quill_a_ = ::quill::test::agreement(gpu, cpu);                                                \
+    RecordProperty("agreement", quill_a_.report());                                                          \
+    EXPECT_EQ(quill_a_.nonfinite, 0u) << quill_a_.report();                                                  \
+    EXPECT_GE(quill_a_.cosine, 0.999) << quill_a_.report();                                                  \
+    EXPECT_LE(quill_a_.rel_l2, rel_bound) << quill_a_.report();                                              \
     std::printf("    [agreement] %s: %s\n", ::testing::UnitTest::GetInstance()->current_test_info()->name(), \
-                quill_a_.report().c_str());                                                       \
+                quill_a_.report().c_str());                                                                  \
   } while (0)
 
 // Per-dtype bounds on rel_l2 against the f32 CPU ops (bf16 has an 8-bit mantissa: 2^-9 = 2e-3
 // relative rounding per element, shrinking in sums of independent errors).
-inline constexpr double kBf16LinearBound = 8e-3;   // x rounded to bf16 (and W, if it was not bf16)
+inline constexpr double kBf16LinearBound = 8e-3;     // x rounded to bf16 (and W, if it was not bf16)
 inline constexpr double kBf16AttentionBound = 2e-2;  // q, k, v and P rounded to bf16
-inline constexpr double kF32Bound = 1e-5;          // f32 kernels; only the summation order differs
+inline constexpr double kF32Bound = 1e-5;            // f32 kernels; only the summation order differs
 
 inline std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
   std::vector<uint16_t> out(v.size());

@@ -149,8 +149,7 @@ TEST(ImageRead, FileErrors) {
   write_bytes(dir.file("empty.png"), {});
   expect_error(read_image(dir.file("empty.png")).status(), ErrorCode::kInvalidFile, "empty.png", "empty");
   write_bytes(dir.file("text.png"), {'h', 'e', 'l', 'l', 'o', '\n'});
-  expect_error(read_image(dir.file("text.png")).status(), ErrorCode::kInvalidFile, "text.png",
-               "not a PNG or JPEG");
+  expect_error(read_image(dir.file("text.png")).status(), ErrorCode::kInvalidFile, "text.png", "not a PNG or JPEG");
   expect_error(read_image(dir.path().string()).status(), ErrorCode::kIo, dir.path().string(), "not a regular file");
 }
 
@@ -214,7 +213,13 @@ TEST(ImageOps, AlphaCompositedOverWhite) {
   const Image rgb = to_rgb(rgba);
   expect_shape(rgb, 3, 1, 3);
   // c*a/255 + 255*(1 - a/255), rounded
-  const std::vector<uint8_t> want = {10, 20, 30, 255, 255, 255, uint8_t(std::lround((200 * 128 + 255 * 127) / 255.0)),
+  const std::vector<uint8_t> want = {10,
+                                     20,
+                                     30,
+                                     255,
+                                     255,
+                                     255,
+                                     uint8_t(std::lround((200 * 128 + 255 * 127) / 255.0)),
                                      uint8_t(std::lround((100 * 128 + 255 * 127) / 255.0)),
                                      uint8_t(std::lround(255 * 127 / 255.0))};
   EXPECT_EQ(rgb.pixels, want);

@@ -43,7 +43,9 @@ void make_model(const TempDir& dir) {
   Tensor b = Tensor::empty(DType::kF32, {8});
   Tensor c = Tensor::empty(DType::kF32, {2, 3});
   ASSERT_TRUE(write_safetensors(dir.file("model/diffusion_pytorch_model.safetensors"),
-                                {{"transformer_blocks.0.attn.add_q_proj.weight", a}, {"pos_embed.pos_embed", b}, {"context_embedder.weight", c}})
+                                {{"transformer_blocks.0.attn.add_q_proj.weight", a},
+                                 {"pos_embed.pos_embed", b},
+                                 {"context_embedder.weight", c}})
                   .is_ok());
 }
 
@@ -56,7 +58,7 @@ TEST(CmdInfo, Text) {
   EXPECT_NE(r.out.find("architecture: SD3Transformer2DModel (from config _class_name)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("num_layers"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tensors:      3"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("parameters:   46"), std::string::npos) << r.out;  // 32 + 8 + 6
+  EXPECT_NE(r.out.find("parameters:   46"), std::string::npos) << r.out;   // 32 + 8 + 6
   EXPECT_NE(r.out.find("bytes:        120"), std::string::npos) << r.out;  // 64 + 32 + 24
 }
 

@@ -33,13 +33,14 @@ Raw& tensor_info(Raw& r, const std::string& name, std::vector<uint64_t> ne, uint
 // ---- the type table ----
 TEST(GgufTypes, MapsGgmlIds) {
   const std::pair<DType, uint32_t> expected[] = {
-      {DType::kF32, 0}, {DType::kF16, 1}, {DType::kQ8_0, 8}, {DType::kI8, 24}, {DType::kI16, 25},
+      {DType::kF32, 0},  {DType::kF16, 1},  {DType::kQ8_0, 8}, {DType::kI8, 24},   {DType::kI16, 25},
       {DType::kI32, 26}, {DType::kI64, 27}, {DType::kF64, 28}, {DType::kBF16, 30}, {DType::kTQ2_0_G128, 42}};
   for (auto [dt, id] : expected) {
     EXPECT_EQ(gguf_type_for(dt), id) << dtype_name(dt);
     EXPECT_EQ(dtype_for_gguf_type(id), dt) << id;
   }
-  for (DType dt : {DType::kU8, DType::kBool, DType::kF8E4M3, DType::kF8E5M2}) EXPECT_FALSE(gguf_type_for(dt)) << dtype_name(dt);
+  for (DType dt : {DType::kU8, DType::kBool, DType::kF8E4M3, DType::kF8E5M2})
+    EXPECT_FALSE(gguf_type_for(dt)) << dtype_name(dt);
   EXPECT_FALSE(dtype_for_gguf_type(2));
   EXPECT_EQ(ggml_type_name(12), "q4_K");
   EXPECT_EQ(ggml_type_name(35), "tq2_0");
@@ -97,12 +98,18 @@ void round_trip(uint32_t alignment) {
   GgufWriter w(alignment);
   std::vector<std::pair<std::string, GgufValue>> kvs = {
       {"general.architecture", GgufValue::string("quill-rt")},
-      {"k.u8", GgufValue::u8(250)}, {"k.i8", GgufValue::i8(-100)},
-      {"k.u16", GgufValue::u16(65000)}, {"k.i16", GgufValue::i16(-30000)},
-      {"k.u32", GgufValue::u32(4000000000u)}, {"k.i32", GgufValue::i32(-2000000000)},
-      {"k.u64", GgufValue::u64(~uint64_t(0))}, {"k.i64", GgufValue::i64(INT64_MIN)},
-      {"k.f32", GgufValue::f32(-1.5e-3f)}, {"k.f64", GgufValue::f64(3.141592653589793)},
-      {"k.bool", GgufValue::boolean(true)}, {"k.str", GgufValue::string(std::string("nul\0in", 6))},
+      {"k.u8", GgufValue::u8(250)},
+      {"k.i8", GgufValue::i8(-100)},
+      {"k.u16", GgufValue::u16(65000)},
+      {"k.i16", GgufValue::i16(-30000)},
+      {"k.u32", GgufValue::u32(4000000000u)},
+      {"k.i32", GgufValue::i32(-2000000000)},
+      {"k.u64", GgufValue::u64(~uint64_t(0))},
+      {"k.i64", GgufValue::i64(INT64_MIN)},
+      {"k.f32", GgufValue::f32(-1.5e-3f)},
+      {"k.f64", GgufValue::f64(3.141592653589793)},
+      {"k.bool", GgufValue::boolean(true)},
+      {"k.str", GgufValue::string(std::string("nul\0in", 6))},
       {"k.strs", GgufValue::strings({"x", "", "yz"})},
       {"k.empty", *GgufValue::array(GgufValueType::kF32, {})},
       {"k.f32s", *GgufValue::array(GgufValueType::kF32, {GgufValue::f32(1.25f), GgufValue::f32(-0.0f)})},
@@ -153,7 +160,8 @@ void round_trip(uint32_t alignment) {
   }
   for (size_t i = 0; i < kvs.size(); ++i) {
     EXPECT_EQ(f.metadata()[i + extra].first, kvs[i].first);
-    EXPECT_TRUE(f.metadata()[i + extra].second == kvs[i].second) << kvs[i].first << ": " << f.metadata()[i + extra].second.to_json();
+    EXPECT_TRUE(f.metadata()[i + extra].second == kvs[i].second)
+        << kvs[i].first << ": " << f.metadata()[i + extra].second.to_json();
   }
   EXPECT_EQ(f.find("k.nested")->to_json(), nlohmann::json::parse(R"([[-1, 2], ["deep"]])"));
   EXPECT_EQ(f.find("k.u64")->to_json(), nlohmann::json(~uint64_t(0)));
@@ -179,14 +187,17 @@ TEST(Gguf, RoundTripAlignment1) { round_trip(1); }  // legal; misaligned views a
 TEST(Gguf, WriterRejectsWhatGgufCannotHold) {
   GgufWriter w;
   expect_error(w.add_tensor("u8", Tensor::empty(DType::kU8, {4})), {"GGUF has no type for dtype u8", "tensor 'u8'"});
-  expect_error(w.add_tensor("r5", Tensor::empty(DType::kF32, {1, 1, 1, 1, 2})), {"at most 4 dimensions", "found rank 5"});
+  expect_error(w.add_tensor("r5", Tensor::empty(DType::kF32, {1, 1, 1, 1, 2})),
+               {"at most 4 dimensions", "found rank 5"});
   expect_error(w.add_tensor("q", Tensor::empty(DType::kQ8_0, {32, 1})), {"row length", "multiple of 32"});
   ASSERT_TRUE(w.add_tensor("x", Tensor::empty(DType::kF32, {1})).is_ok());
   expect_error(w.add_tensor("x", Tensor::empty(DType::kF32, {1})), {"duplicate tensor name"});
   ASSERT_TRUE(w.add("a", GgufValue::u8(1)).is_ok());
   expect_error(w.add("a", GgufValue::u8(2)), {"duplicate GGUF metadata key 'a'"});
-  expect_error(w.add("general.alignment", GgufValue::u32(64)), {"general.alignment is set by the GgufWriter constructor"});
-  expect_error(GgufValue::array(GgufValueType::kI32, {GgufValue::u8(1)}).status(), {"wrong type", "expected int32, found uint8"});
+  expect_error(w.add("general.alignment", GgufValue::u32(64)),
+               {"general.alignment is set by the GgufWriter constructor"});
+  expect_error(GgufValue::array(GgufValueType::kI32, {GgufValue::u8(1)}).status(),
+               {"wrong type", "expected int32, found uint8"});
   expect_error(GgufWriter(3).to_bytes().status(), {"power of two"});
   expect_error(GgufWriter(1u << 21).to_bytes().status(), {"power of two <= 1048576"});
 }
@@ -207,7 +218,8 @@ TEST(GgufCorrupt, WrongMagicAndVersion) {
 TEST(GgufCorrupt, Truncated) {
   Raw r;
   r.bytes("GGUF").u32(3).u32(0);
-  expect_error(parse_error(r), {"truncated: file ends inside header", "expected 8 more bytes at offset 8, found 4 left"});
+  expect_error(parse_error(r),
+               {"truncated: file ends inside header", "expected 8 more bytes at offset 8, found 4 left"});
   Raw kv = header(0, 1);
   kv.str("key").u32(uint32_t(GgufValueType::kU64)).u32(7);  // 4 of the 8 value bytes
   expect_error(parse_error(kv), {"metadata 'key'", "truncated", "uint64 value"});
@@ -215,13 +227,18 @@ TEST(GgufCorrupt, Truncated) {
 
 TEST(GgufCorrupt, HugeCountsFailFastWithoutAllocating) {
   const auto start = std::chrono::steady_clock::now();
-  expect_error(parse_error(header(0, uint64_t(1) << 62)), {"metadata count cannot fit in the file", "found 4611686018427387904"});
+  expect_error(parse_error(header(0, uint64_t(1) << 62)),
+               {"metadata count cannot fit in the file", "found 4611686018427387904"});
   expect_error(parse_error(header(~uint64_t(0), 0)), {"tensor count cannot fit in the file", "expected <= 0"});
   Raw key = header(0, 1);
   key.u64(uint64_t(1) << 60).bytes("k").zeros(16);
   expect_error(parse_error(key), {"metadata key length exceeds the file", "found 1152921504606846976 bytes"});
   Raw arr = header(0, 1);
-  arr.str("a").u32(uint32_t(GgufValueType::kArray)).u32(uint32_t(GgufValueType::kString)).u64(uint64_t(1) << 61).zeros(64);
+  arr.str("a")
+      .u32(uint32_t(GgufValueType::kArray))
+      .u32(uint32_t(GgufValueType::kString))
+      .u64(uint64_t(1) << 61)
+      .zeros(64);
   expect_error(parse_error(arr), {"metadata 'a'", "array of 2305843009213693952 string values cannot fit in the file"});
   Raw nested = header(0, 1);  // a tower of arrays, each claiming one element
   nested.str("n").u32(uint32_t(GgufValueType::kArray));
@@ -260,16 +277,21 @@ Raw one_tensor(std::vector<uint64_t> ne, uint32_t type, uint64_t offset, size_t 
 }
 
 TEST(GgufCorrupt, BadTensorInfos) {
-  expect_error(parse_error(one_tensor({1, 1, 1, 1, 1}, 0, 0, 32)), {"tensor 'w'", "too many dimensions", "expected <= 4, found 5"});
+  expect_error(parse_error(one_tensor({1, 1, 1, 1, 1}, 0, 0, 32)),
+               {"tensor 'w'", "too many dimensions", "expected <= 4, found 5"});
   expect_error(parse_error(one_tensor({4}, 2, 0, 32)), {"tensor 'w'", "ggml type 2 (q4_0) is not supported by Quill"});
   expect_error(parse_error(one_tensor({4}, 99, 0, 32)), {"tensor 'w'", "ggml type 99 (type 99)"});
   expect_error(parse_error(one_tensor({uint64_t(1) << 62, 8}, 0, 0, 32)), {"tensor 'w'", "overflows"});
   expect_error(parse_error(one_tensor({~uint64_t(0)}, 0, 0, 32)), {"tensor 'w'", "too large"});
   // Found by gguf_fuzz: numel 0, but a view's strides (products of trailing dims) would overflow.
-  expect_error(parse_error(one_tensor({uint64_t(1) << 40, uint64_t(1) << 40, 0}, 0, 0, 32)), {"tensor 'w'", "overflows"});
-  expect_error(parse_error(one_tensor({33}, 8, 0, 64)), {"tensor 'w'", "not a multiple of the q8_0 block size", "expected multiple of 32, found 33"});
-  expect_error(parse_error(one_tensor({4}, 0, 4, 64)), {"tensor 'w'", "offset is not aligned", "expected multiple of 32, found 4"});
-  expect_error(parse_error(one_tensor({16}, 0, 0, 32)), {"tensor 'w'", "outside the file", "expected end <= 32 (data section size), found end 64"});
+  expect_error(parse_error(one_tensor({uint64_t(1) << 40, uint64_t(1) << 40, 0}, 0, 0, 32)),
+               {"tensor 'w'", "overflows"});
+  expect_error(parse_error(one_tensor({33}, 8, 0, 64)),
+               {"tensor 'w'", "not a multiple of the q8_0 block size", "expected multiple of 32, found 33"});
+  expect_error(parse_error(one_tensor({4}, 0, 4, 64)),
+               {"tensor 'w'", "offset is not aligned", "expected multiple of 32, found 4"});
+  expect_error(parse_error(one_tensor({16}, 0, 0, 32)),
+               {"tensor 'w'", "outside the file", "expected end <= 32 (data section size), found end 64"});
   expect_error(parse_error(one_tensor({1}, 0, uint64_t(1) << 63, 32)), {"tensor 'w'", "outside the file"});
   Raw no_data = header(1, 0);
   tensor_info(no_data, "w", {4}, 0, 0);
@@ -281,11 +303,12 @@ TEST(GgufCorrupt, BadTensorInfos) {
 
 TEST(GgufCorrupt, OverlappingAndDuplicateTensors) {
   Raw r = header(3, 0);
-  tensor_info(r, "a", {64}, 0, 0);     // [0, 256)
-  tensor_info(r, "b", {8}, 0, 256);    // [256, 288)
-  tensor_info(r, "c", {8}, 0, 224);    // [224, 256): inside a
+  tensor_info(r, "a", {64}, 0, 0);   // [0, 256)
+  tensor_info(r, "b", {8}, 0, 256);  // [256, 288)
+  tensor_info(r, "c", {8}, 0, 224);  // [224, 256): inside a
   r.pad_to(32).zeros(320);
-  expect_error(parse_error(r), {"tensor 'c'", "overlap those of tensor 'a'", "expected offset >= 256, found offset 224"});
+  expect_error(parse_error(r),
+               {"tensor 'c'", "overlap those of tensor 'a'", "expected offset >= 256, found offset 224"});
   Raw dup = header(2, 0);
   tensor_info(dup, "a", {8}, 0, 0);
   tensor_info(dup, "a", {8}, 0, 32);
@@ -302,7 +325,8 @@ TEST(GgufCorrupt, EveryTruncationOfAValidFileFailsCleanly) {
   ASSERT_TRUE(bytes.is_ok());
   const std::string full(bytes->begin(), bytes->end());
   ASSERT_TRUE(parse(full).is_ok());
-  for (size_t n = 0; n < full.size(); ++n) EXPECT_FALSE(parse(full.substr(0, n)).is_ok()) << "prefix of " << n << " bytes";
+  for (size_t n = 0; n < full.size(); ++n)
+    EXPECT_FALSE(parse(full.substr(0, n)).is_ok()) << "prefix of " << n << " bytes";
 }
 
 }  // namespace

@@ -38,7 +38,9 @@ class TempDir {
 };
 
 // Interop fixtures written by the official Python packages (testdata/make_reference.py).
-inline std::string io_testdata(const std::string& name) { return std::string(QUILL_SOURCE_DIR) + "/tests/io/testdata/" + name; }
+inline std::string io_testdata(const std::string& name) {
+  return std::string(QUILL_SOURCE_DIR) + "/tests/io/testdata/" + name;
+}
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
@@ -57,9 +59,19 @@ class Raw {
   Raw& u8(uint8_t v) { return put(v); }
   Raw& u32(uint32_t v) { return put(v); }
   Raw& u64(uint64_t v) { return put(v); }
-  Raw& str(const std::string& v) { put(uint64_t(v.size())); s_ += v; return *this; }
-  Raw& bytes(const std::string& v) { s_ += v; return *this; }
-  Raw& zeros(size_t n) { s_.append(n, '\0'); return *this; }
+  Raw& str(const std::string& v) {
+    put(uint64_t(v.size()));
+    s_ += v;
+    return *this;
+  }
+  Raw& bytes(const std::string& v) {
+    s_ += v;
+    return *this;
+  }
+  Raw& zeros(size_t n) {
+    s_.append(n, '\0');
+    return *this;
+  }
   Raw& pad_to(size_t a) { return zeros((a - s_.size() % a) % a); }
   const std::string& data() const { return s_; }
   size_t size() const { return s_.size(); }

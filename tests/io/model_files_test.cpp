@@ -44,8 +44,8 @@ TEST(ModelFiles, DiffusersFolder) {
   auto b = (*m)->get("b.weight", Shape{2, 2});
   ASSERT_TRUE(b.is_ok());
   EXPECT_EQ(b->to_f32_vector(), (std::vector<float>{20, 21, 22, 23}));
-  expect_error((*m)->get("b.weight", Shape{4}).status(),
-               {"diffusion_pytorch_model.safetensors", "tensor 'b.weight'", "wrong shape", "expected [4], found [2, 2]"});
+  expect_error((*m)->get("b.weight", Shape{4}).status(), {"diffusion_pytorch_model.safetensors", "tensor 'b.weight'",
+                                                          "wrong shape", "expected [4], found [2, 2]"});
 }
 
 TEST(ModelFiles, TransformersFolderWithModelSafetensors) {
@@ -89,8 +89,9 @@ TEST(ModelFiles, ShardedFolderAndIndexFile) {
   write_bytes(dir.file("config.json"), kConfig);
   write_st(dir.file("m-00001-of-00002.safetensors"), {"a", "b"});
   write_st(dir.file("m-00002-of-00002.safetensors"), {"c"});
-  write_index(dir.file("diffusion_pytorch_model.safetensors.index.json"),
-              R"({"a": "m-00001-of-00002.safetensors", "b": "m-00001-of-00002.safetensors", "c": "m-00002-of-00002.safetensors"})");
+  write_index(
+      dir.file("diffusion_pytorch_model.safetensors.index.json"),
+      R"({"a": "m-00001-of-00002.safetensors", "b": "m-00001-of-00002.safetensors", "c": "m-00002-of-00002.safetensors"})");
   auto m = ModelFiles::open(dir.path().string());
   ASSERT_TRUE(m.is_ok()) << m.status().to_string();
   EXPECT_EQ((*m)->format(), "diffusers");
@@ -111,12 +112,15 @@ TEST(ModelFiles, ShardErrors) {
   write_st(dir.file("s2.safetensors"), {"b"});
   const std::string index = dir.file("model.safetensors.index.json");
   write_index(index, R"({"a": "s1.safetensors", "b": "s1.safetensors", "z": "missing.safetensors"})");
-  expect_error(ModelFiles::open(index).status(), {"shard listed in the index is missing", "missing.safetensors", index});
+  expect_error(ModelFiles::open(index).status(),
+               {"shard listed in the index is missing", "missing.safetensors", index});
   write_index(index, R"({"a": "s1.safetensors", "b": "s2.safetensors"})");
-  expect_error(ModelFiles::open(index).status(), {"tensor 'b'", "present in two shards: s1.safetensors and s2.safetensors"});
+  expect_error(ModelFiles::open(index).status(),
+               {"tensor 'b'", "present in two shards: s1.safetensors and s2.safetensors"});
   write_st(dir.file("s3.safetensors"), {"c"});
   write_index(index, R"({"a": "s3.safetensors", "b": "s1.safetensors"})");
-  expect_error(ModelFiles::open(index).status(), {"tensor 'a'", "index says the tensor is in s3.safetensors, but it is in s1.safetensors"});
+  expect_error(ModelFiles::open(index).status(),
+               {"tensor 'a'", "index says the tensor is in s3.safetensors, but it is in s1.safetensors"});
   write_index(index, R"({"a": "s1.safetensors", "z": "s3.safetensors"})");
   expect_error(ModelFiles::open(index).status(), {"tensor 'z'", "but it is in no shard"});
   write_index(index, R"({"a": "../s1.safetensors"})");
@@ -169,20 +173,22 @@ TEST(ModelFiles, MissingThings) {
   }
   write_st(dir.file("a.safetensors"), {"x"});
   write_st(dir.file("b.safetensors"), {"x"});
-  expect_error(ModelFiles::open(dir.path().string()).status(), {"several candidate weight files", "a.safetensors, b.safetensors"});
+  expect_error(ModelFiles::open(dir.path().string()).status(),
+               {"several candidate weight files", "a.safetensors, b.safetensors"});
 }
 
 TEST(ModelFiles, MissingTensorSuggestsCloseNames) {
   TempDir dir;
-  write_st(dir.file("w.safetensors"),
-           {"transformer_blocks.0.attn.to_q.weight", "transformer_blocks.0.attn.to_k.weight", "pos_embed.proj.weight", "norm_out.linear.weight"});
+  write_st(dir.file("w.safetensors"), {"transformer_blocks.0.attn.to_q.weight", "transformer_blocks.0.attn.to_k.weight",
+                                       "pos_embed.proj.weight", "norm_out.linear.weight"});
   auto m = ModelFiles::open(dir.file("w.safetensors"));
   ASSERT_TRUE(m.is_ok());
   expect_error((*m)->get("transformer_blocks.0.attn.to_q.wieght").status(),
                {"not found", "w.safetensors", "tensor 'transformer_blocks.0.attn.to_q.wieght'",
                 "did you mean 'transformer_blocks.0.attn.to_q.weight'"});
   // The same name under a prefix some exporters add.
-  expect_error((*m)->get("model.diffusion_model.pos_embed.proj.weight").status(), {"did you mean 'pos_embed.proj.weight'"});
+  expect_error((*m)->get("model.diffusion_model.pos_embed.proj.weight").status(),
+               {"did you mean 'pos_embed.proj.weight'"});
   const Status far = (*m)->get("something_else").status();
   expect_error(far, {"tensor not found"});
   EXPECT_EQ(far.to_string().find("did you mean"), std::string::npos);
@@ -205,7 +211,8 @@ TEST(Architecture, FromTensorNames) {
             "Flux2Transformer2DModel");
   EXPECT_EQ(arch_of({"transformer_blocks.0.attn.add_q_proj.weight", "single_transformer_blocks.0.proj_mlp.weight"}),
             "FluxTransformer2DModel");
-  EXPECT_EQ(arch_of({"double_blocks.0.img_attn.qkv.weight", "single_blocks.0.linear1.weight"}), "FluxTransformer2DModel");
+  EXPECT_EQ(arch_of({"double_blocks.0.img_attn.qkv.weight", "single_blocks.0.linear1.weight"}),
+            "FluxTransformer2DModel");
   EXPECT_EQ(arch_of({"decoder.conv_in.weight", "encoder.conv_in.weight"}), "AutoencoderKL");
   EXPECT_EQ(arch_of({"decoder.conv_in.weight", "bn.running_mean"}), "AutoencoderKLFlux2");
   EXPECT_EQ(arch_of({"embeddings.cls_token", "encoder.layer.0.norm1.weight"}), "Dinov2Model");

@@ -19,7 +19,8 @@ Result<std::shared_ptr<SafetensorsFile>> parse_text(const std::string& header, c
   return SafetensorsFile::parse(FileBytes::copy_of(bytes.data(), bytes.size(), "mem.safetensors"));
 }
 
-Status parse_error(const std::string& header, const std::string& data = "", std::optional<uint64_t> header_len = std::nullopt) {
+Status parse_error(const std::string& header, const std::string& data = "",
+                   std::optional<uint64_t> header_len = std::nullopt) {
   return parse_text(header, data, header_len).status();
 }
 
@@ -148,7 +149,8 @@ TEST(SafetensorsCorrupt, TooShort) {
 }
 
 TEST(SafetensorsCorrupt, HeaderLengthLies) {
-  expect_error(parse_error("{}", "", 100), {"mem.safetensors", "header length exceeds the file", "expected <= 2 bytes, found 100 bytes"});
+  expect_error(parse_error("{}", "", 100),
+               {"mem.safetensors", "header length exceeds the file", "expected <= 2 bytes, found 100 bytes"});
   expect_error(parse_error("{}", "", uint64_t(1) << 40), {"absurd", "found 1099511627776 bytes"});
   expect_error(parse_error("{}", "", ~uint64_t(1)), {"absurd"});  // 2^64 - 2
 }
@@ -157,31 +159,41 @@ TEST(SafetensorsCorrupt, MalformedJson) {
   expect_error(parse_error(R"({"a": {"dtype": "F32",)"), {"mem.safetensors", "header is not valid JSON"});
   expect_error(parse_error("[1, 2]"), {"not a JSON object", "found array"});
   expect_error(parse_error(R"({"a": 5})"), {"tensor 'a'", "header entry is not an object"});
-  expect_error(parse_error(R"({"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]}})", "1234"),
-               {"duplicate key \"a\""});
+  expect_error(
+      parse_error(
+          R"({"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]}})",
+          "1234"),
+      {"duplicate key \"a\""});
   expect_error(parse_error(std::string(100, '[') + std::string(100, ']')), {"nested deeper than 64 levels"});
 }
 
 TEST(SafetensorsCorrupt, BadDType) {
   expect_error(parse_error(R"({"w":{"dtype":"F17","shape":[1],"data_offsets":[0,4]}})", "1234"),
                {"tensor 'w'", "unknown dtype", "found \"F17\"", "BF16"});
-  expect_error(parse_error(R"({"w":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}})", "12"), {"tensor 'w'", "not supported by Quill"});
-  expect_error(parse_error(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", "1234"), {"tensor 'w'", "missing or non-string \"dtype\""});
+  expect_error(parse_error(R"({"w":{"dtype":"U16","shape":[1],"data_offsets":[0,2]}})", "12"),
+               {"tensor 'w'", "not supported by Quill"});
+  expect_error(parse_error(R"({"w":{"shape":[1],"data_offsets":[0,4]}})", "1234"),
+               {"tensor 'w'", "missing or non-string \"dtype\""});
 }
 
 TEST(SafetensorsCorrupt, BadShapes) {
-  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "1234"), {"tensor 'w'", "negative dimension -1"});
-  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "1234"), {"dimension is not an integer: 1.5"});
-  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", "1234"), {"non-list \"shape\""});
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "1234"),
+               {"tensor 'w'", "negative dimension -1"});
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "1234"),
+               {"dimension is not an integer: 1.5"});
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":"x","data_offsets":[0,4]}})", "1234"),
+               {"non-list \"shape\""});
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[1,1,1,1,1,1,1,1,1],"data_offsets":[0,4]}})", "1234"),
                {"too many dimensions", "expected rank <= 8, found rank 9"});
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", "1234"),
                {"element count of shape [4611686018427387904, 4] overflows"});
   expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[2305843009213693952],"data_offsets":[0,4]}})", "1234"),
                {"byte size of shape", "overflows"});
-  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,4]}})", "1234"), {"too large"});
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[18446744073709551615],"data_offsets":[0,4]}})", "1234"),
+               {"too large"});
   // numel is 0, but the strides of a view (products of trailing dims) would overflow.
-  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})"), {"tensor 'w'", "overflows"});
+  expect_error(parse_error(R"({"w":{"dtype":"F32","shape":[0,4611686018427387904,4],"data_offsets":[0,0]}})"),
+               {"tensor 'w'", "overflows"});
 }
 
 TEST(SafetensorsCorrupt, BadOffsets) {
@@ -197,17 +209,21 @@ TEST(SafetensorsCorrupt, BadOffsets) {
 
 TEST(SafetensorsCorrupt, OverlappingTensors) {
   expect_error(parse_error(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},
-                               "b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", std::string(24, 'x')),
+                               "b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+                           std::string(24, 'x')),
                {"tensor 'b'", "overlap those of tensor 'a'", "expected begin >= 16, found begin = 8"});
   // A big tensor hiding a small one behind a neighbour is still caught.
   expect_error(parse_error(R"({"big":{"dtype":"U8","shape":[32],"data_offsets":[0,32]},
                                "x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},
-                               "y":{"dtype":"U8","shape":[4],"data_offsets":[20,24]}})", std::string(32, 'x')),
+                               "y":{"dtype":"U8","shape":[4],"data_offsets":[20,24]}})",
+                           std::string(32, 'x')),
                {"overlap"});
   // Empty tensors overlap nothing; adjacent ones are fine.
   EXPECT_TRUE(parse_text(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},
                              "e":{"dtype":"F32","shape":[0],"data_offsets":[2,2]},
-                             "b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, 'x')).is_ok());
+                             "b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                         std::string(8, 'x'))
+                  .is_ok());
 }
 
 TEST(SafetensorsCorrupt, BadMetadata) {

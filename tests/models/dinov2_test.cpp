@@ -142,7 +142,8 @@ TEST(Dinov2Encoder, ReadsInMemoryWeightNames) {
     for (auto [from, to] : {std::pair{"attention.attention.query", "attention.q_proj"},
                             {"attention.attention.key", "attention.k_proj"},
                             {"attention.attention.value", "attention.v_proj"},
-                            {"attention.output.dense", "attention.o_proj"}, {"mlp.weights_out", "mlp.down_proj"}})
+                            {"attention.output.dense", "attention.o_proj"},
+                            {"mlp.weights_out", "mlp.down_proj"}})
       n = replace(n, from, to);
     if (n.find("mlp.weights_in") != std::string::npos) {
       const int64_t half = entry.tensor.dim(0) / 2;  // gate rows first, then up

@@ -20,7 +20,8 @@ TEST(LineModel, MatchesPyTorchReferenceAtTwoWidths) {
     ASSERT_TRUE(in.is_ok() && ex.is_ok());
     const Tensor x = (*in)->tensor("hidden_states").value();
     const auto xv = x.to_f32_vector(), gv = (*in)->tensor("glyphs").value().to_f32_vector();
-    const auto sv = (*in)->tensor("style").value().to_f32_vector(), tv = (*in)->tensor("timestep").value().to_f32_vector();
+    const auto sv = (*in)->tensor("style").value().to_f32_vector(),
+               tv = (*in)->tensor("timestep").value().to_f32_vector();
     const auto expected = (*ex)->tensor("sample").value().to_f32_vector();
     std::vector<float> out(expected.size(), NAN);
     const LineBucket bucket{x.dim(0), x.dim(3)};

@@ -90,7 +90,8 @@ TEST(SD3Engine, ConfigWeightMismatchNamesTheTensor) {
   (*files)->set((*files)->path(), (*files)->format(), cfg);
   auto d = SD3Transformer::load(*files);
   ASSERT_FALSE(d.is_ok());
-  EXPECT_NE(d.status().to_string().find("transformer_blocks.1.norm1.linear.weight"), std::string::npos) << d.status().to_string();
+  EXPECT_NE(d.status().to_string().find("transformer_blocks.1.norm1.linear.weight"), std::string::npos)
+      << d.status().to_string();
 }
 
 }  // namespace

@@ -11,18 +11,18 @@ namespace {
 
 TEST(Tq2Format, HandComputedBlock) {
   std::vector<float> w(128, 0.0f);
-  w[0] = 2.0f;    // -> +1
-  w[1] = -2.0f;   // -> -1
-  w[5] = 0.02f;   // 0.02 / d = 0.21 -> 0
-  w[127] = 8.0f;  // -> +1 (clamped)
+  w[0] = 2.0f;                                            // -> +1
+  w[1] = -2.0f;                                           // -> -1
+  w[5] = 0.02f;                                           // 0.02 / d = 0.21 -> 0
+  w[127] = 8.0f;                                          // -> +1 (clamped)
   const float d = (2.0f + 2.0f + 0.02f + 8.0f) / 128.0f;  // absmean
   BlockTq2 blk;
   ASSERT_TRUE(quantize_tq2_0_g128(w.data(), 1, 128, &blk).is_ok());
   EXPECT_EQ(blk.d, f32_to_f16(d));
   // byte 0 holds weights 0..3: +1 (10), -1 (00), 0 (01), 0 (01), LSB first = 0b01'01'00'10.
   EXPECT_EQ(blk.qs[0], 0x52);
-  EXPECT_EQ(blk.qs[1], 0x55);  // weights 4..7 all 0
-  EXPECT_EQ(blk.qs[31], 0x95); // weights 124..126 zero, 127 = +1 in the top two bits
+  EXPECT_EQ(blk.qs[1], 0x55);   // weights 4..7 all 0
+  EXPECT_EQ(blk.qs[31], 0x95);  // weights 124..126 zero, 127 = +1 in the top two bits
   std::vector<float> back(128);
   ASSERT_TRUE(dequantize_tq2_0_g128(&blk, 1, 128, back.data()).is_ok());
   const float dq = f16_to_f32(blk.d);
@@ -63,9 +63,9 @@ TEST(Tq2Format, AllZeroBlockHasZeroScale) {
 
 TEST(Q8Format, HandComputedBlock) {
   std::vector<float> w(32, 0.0f);
-  w[0] = 1.27f;    // absmax: d = 0.01, q = 127
-  w[1] = -0.6351f; // -63.51 -> -64
-  w[2] = 0.004f;   // 0.4 -> 0
+  w[0] = 1.27f;     // absmax: d = 0.01, q = 127
+  w[1] = -0.6351f;  // -63.51 -> -64
+  w[2] = 0.004f;    // 0.4 -> 0
   BlockQ8_0 blk;
   ASSERT_TRUE(quantize_q8_0(w.data(), 1, 32, &blk).is_ok());
   EXPECT_EQ(blk.d, f32_to_f16(1.27f / 127.0f));

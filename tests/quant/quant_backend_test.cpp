@@ -27,8 +27,10 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
 }
 
 void check(DType dt, const char* mode_env, double bound) {
-  if (mode_env) setenv("QUILL_TERNARY_MODE", mode_env, 1);
-  else unsetenv("QUILL_TERNARY_MODE");
+  if (mode_env)
+    setenv("QUILL_TERNARY_MODE", mode_env, 1);
+  else
+    unsetenv("QUILL_TERNARY_MODE");
   ThreadPool pool(2);
   CpuBackend cpu(pool);
   Dispatcher disp(&cpu);
@@ -38,8 +40,8 @@ void check(DType dt, const char* mode_env, double bound) {
   ASSERT_TRUE(q.is_ok());
   auto deq = quant::dequantize_tensor(*q);
   ASSERT_TRUE(deq.is_ok());
-  const size_t floats = std::max(CpuBackend::linear_scratch_floats(*q, pool),
-                                 CpuBackend::linear_scratch_floats(*deq, pool));
+  const size_t floats =
+      std::max(CpuBackend::linear_scratch_floats(*q, pool), CpuBackend::linear_scratch_floats(*deq, pool));
   std::vector<float> scratch(floats);
   OpScratch s;
   s.linear = scratch.data();

@@ -99,8 +99,8 @@ void check_shape(ThreadPool& pool, int64_t M, int64_t K, int64_t N) {
     const Weight w = make_weight(c.dtype, N, K, uint32_t(K * 3 + N));
     const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
     const std::vector<float> scalar = run(CpuIsa::kScalar, x, M, w, bias, c.mode, pool);
-    const std::string what = std::string(dtype_name(c.dtype)) + " " + quant_mode_name(c.mode) + " M=" +
-                             std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
+    const std::string what = std::string(dtype_name(c.dtype)) + " " + quant_mode_name(c.mode) +
+                             " M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
     EXPECT_LE(rel_err(scalar, ref), c.vs_exact) << what << " scalar vs f32 gemm";
     for (CpuIsa isa : testable_isas()) {
       if (isa == CpuIsa::kScalar) continue;
@@ -136,8 +136,8 @@ TEST(QuantLinear, ScratchIsBoundedBeyondTheChunk) {
   const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, 64, 256);
   std::vector<uint8_t> scratch(quant_linear_scratch_bytes(kQuantMChunk, w.t, QuantMode::kA8, pool));
   std::vector<float> y = nan_filled(size_t(M * 64));
-  ASSERT_TRUE(quant_linear(x.data(), M, w.t, nullptr, bias.data(), y.data(), scratch.data(), QuantMode::kA8, pool)
-                  .is_ok());
+  ASSERT_TRUE(
+      quant_linear(x.data(), M, w.t, nullptr, bias.data(), y.data(), scratch.data(), QuantMode::kA8, pool).is_ok());
   EXPECT_LE(rel_err(y, ref), 2e-2);
 }
 

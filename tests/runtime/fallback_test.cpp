@@ -54,8 +54,8 @@ struct OpCase {
   // Runs every op once (in a fixed order) and returns all outputs, concatenated.
   std::vector<float> run_all(Dispatcher& ops, ThreadPool& pool) {
     const Tensor w32t = W32(), wbft = Wbf();
-    std::vector<float> lin_scratch(std::max(CpuBackend::linear_scratch_floats(w32t, pool),
-                                            CpuBackend::linear_scratch_floats(wbft, pool)) + 1);
+    std::vector<float> lin_scratch(
+        std::max(CpuBackend::linear_scratch_floats(w32t, pool), CpuBackend::linear_scratch_floats(wbft, pool)) + 1);
     std::vector<float> att_scratch(CpuBackend::attention_scratch_floats(Skv, Dh, pool) + 1);
     ops.set_scratch({lin_scratch.data(), lin_scratch.size(), att_scratch.data(), att_scratch.size()});
 
@@ -70,7 +70,8 @@ struct OpCase {
     EXPECT_TRUE(ops.attention(q.data(), k.data(), v.data(), out.data(), B, S, Skv, H, Dh, 0.35f).is_ok());
     take(out);
     std::vector<float> n(act.size());
-    EXPECT_TRUE(ops.layer_norm_modulate(act.data(), n.data(), B, S, D, 1e-6f, mod.data(), mod.data() + D, 6 * D).is_ok());
+    EXPECT_TRUE(
+        ops.layer_norm_modulate(act.data(), n.data(), B, S, D, 1e-6f, mod.data(), mod.data() + D, 6 * D).is_ok());
     take(n);
     EXPECT_TRUE(ops.layer_norm(act.data(), n.data(), B * S, D, 1e-5f, nw.data(), nb.data()).is_ok());
     take(n);
@@ -94,8 +95,10 @@ struct OpCase {
   static uint64_t calls(OpKind k) {
     switch (k) {
       case OpKind::kAttention:
-      case OpKind::kResidual: return 1;
-      default: return 2;
+      case OpKind::kResidual:
+        return 1;
+      default:
+        return 2;
     }
   }
 };
@@ -285,9 +288,8 @@ TEST(GpuPolicy, ParsesTogglesAndFaultLists) {
   EXPECT_TRUE(parse_toggle(nullptr, true));
   EXPECT_FALSE(parse_toggle(nullptr, false));
 
-  const GpuPolicy p = policy_from({{"QUILL_GPU_TERNARY", "0"},
-                                   {"QUILL_CUDA_GRAPHS", "0"},
-                                   {"QUILL_FAULT_INJECT", "linear,,bogus, layer_norm"}});
+  const GpuPolicy p = policy_from(
+      {{"QUILL_GPU_TERNARY", "0"}, {"QUILL_CUDA_GRAPHS", "0"}, {"QUILL_FAULT_INJECT", "linear,,bogus, layer_norm"}});
   EXPECT_TRUE(p.gpu);
   EXPECT_FALSE(p.ternary);
   EXPECT_FALSE(p.cuda_graphs);

@@ -34,8 +34,7 @@ class FakeFailingBackend final : public OpBackend {
   Device device() const override { return device_; }
   bool supports(OpKind kind, const Tensor*) const override { return supported_[size_t(kind)]; }
 
-  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
-                const OpScratch& s) override {
+  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) override {
     if (failed(OpKind::kLinear)) return poisoned(y, M * W.dim(0));
     return cpu_.linear(x, M, W, bias, y, s);
   }

@@ -178,9 +178,14 @@ TEST(GlyphLine, MoreErrors) {
 TEST(GlyphLine, PartlyMissingGlyphsAreReported) {
   auto r = renderer();
   ASSERT_TRUE(r);
-  const GlyphLine g = render(*r, "a\xe6\xbc\xa2" "b\xe6\xbc\xa2");  // a漢b漢
+  const GlyphLine g = render(*r,
+                             "a\xe6\xbc\xa2"
+                             "b\xe6\xbc\xa2");  // a漢b漢
   EXPECT_EQ(g.missing, (std::vector<uint32_t>{0x6f22}));
-  EXPECT_TRUE(render(*r, "Kongl. Maj:ts n\xc3\xa5" "diga f\xc3\xb6rordning \xc3\x85\xc3\x84\xc3\x96").missing.empty());
+  EXPECT_TRUE(render(*r,
+                     "Kongl. Maj:ts n\xc3\xa5"
+                     "diga f\xc3\xb6rordning \xc3\x85\xc3\x84\xc3\x96")
+                  .missing.empty());
 }
 
 // The documented layout rule, checked on "H" (flat bottom on the baseline, DejaVu cap height
@@ -215,17 +220,27 @@ TEST(GlyphLine, LigaturesAndSwedish) {
   // DejaVu Sans has the ffi/fi/fl ligatures; a ZWNJ between the letters prevents them.
   EXPECT_EQ(render(*r, "ffi").glyph_count, 1);
   EXPECT_EQ(render(*r, "ffi office").glyph_count, 6);
-  EXPECT_GE(render(*r, "f\xe2\x80\x8c" "f\xe2\x80\x8c" "i").glyph_count, 3);
+  EXPECT_GE(render(*r,
+                   "f\xe2\x80\x8c"
+                   "f\xe2\x80\x8c"
+                   "i")
+                .glyph_count,
+            3);
   const GlyphLine swedish = render(*r, "\xc3\xa5\xc3\xa4\xc3\xb6");  // åäö
   EXPECT_EQ(swedish.glyph_count, 3);
   // Decomposed å (a + ring) composes to the same glyph.
-  EXPECT_LE(mean_abs_diff(swedish, render(*r, "a\xcc\x8a" "a\xcc\x88o\xcc\x88")), 0.5);
+  EXPECT_LE(mean_abs_diff(swedish, render(*r,
+                                          "a\xcc\x8a"
+                                          "a\xcc\x88o\xcc\x88")),
+            0.5);
 }
 
 TEST(GlyphLine, ClampClipsTheSameRendering) {
   auto r = renderer();
   ASSERT_TRUE(r);
-  const std::string text = "Kongl. Maj:ts n\xc3\xa5" "diga f\xc3\xb6rordning, om hwad som iakttagas b\xc3\xb6r";
+  const std::string text =
+      "Kongl. Maj:ts n\xc3\xa5"
+      "diga f\xc3\xb6rordning, om hwad som iakttagas b\xc3\xb6r";
   auto full = r->render(text, 64, 4096, 8, 2, OverflowPolicy::kError);
   ASSERT_TRUE(full.is_ok()) << full.status().to_string();
   ASSERT_GT(full->bucket.natural_width, 512);

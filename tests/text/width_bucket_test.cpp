@@ -12,7 +12,7 @@ WidthBucket ok(int64_t natural, OverflowPolicy p = OverflowPolicy::kError) {
 }
 
 TEST(WidthBucket, Edges) {
-  EXPECT_EQ(ok(0).canvas_width, 64);     // empty -> minimum (line height rounded to 16)
+  EXPECT_EQ(ok(0).canvas_width, 64);  // empty -> minimum (line height rounded to 16)
   EXPECT_EQ(ok(63).canvas_width, 64);
   EXPECT_EQ(ok(64).canvas_width, 64);    // exactly the minimum
   EXPECT_EQ(ok(65).canvas_width, 80);    // one over rounds up to the next 16

@@ -52,7 +52,9 @@ std::string sci(double v) {
   return b;
 }
 
-std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel()); }
+std::vector<float> values(const Tensor& t) {
+  return std::vector<float>(t.data_as<float>(), t.data_as<float>() + t.numel());
+}
 
 class ConvPaths : public ::testing::TestWithParam<cpu::ConvImpl> {
  protected:
@@ -119,9 +121,12 @@ INSTANTIATE_TEST_SUITE_P(Vae, ConvPaths,
                          ::testing::Values(cpu::ConvImpl::kAuto, cpu::ConvImpl::kGemm, cpu::ConvImpl::kPortable),
                          [](const auto& info) {
                            switch (info.param) {
-                             case cpu::ConvImpl::kGemm: return std::string("im2col_gemm");
-                             case cpu::ConvImpl::kPortable: return std::string("portable");
-                             default: return std::string(cpu::conv2d_have_dnnl() ? "onednn" : "auto");
+                             case cpu::ConvImpl::kGemm:
+                               return std::string("im2col_gemm");
+                             case cpu::ConvImpl::kPortable:
+                               return std::string("portable");
+                             default:
+                               return std::string(cpu::conv2d_have_dnnl() ? "onednn" : "auto");
                            }
                          });
 

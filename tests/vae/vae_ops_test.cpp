@@ -28,7 +28,8 @@ void gemm_ref(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, co
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += double(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+      for (int64_t k = 0; k < K; ++k)
+        s += double(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
       C[i * ldc + j] = float(alpha * s + beta * C[i * ldc + j]);
     }
 }
@@ -60,13 +61,13 @@ std::vector<uint16_t> to_half(const std::vector<float>& v, DType t) {
 
 TEST(VaeOps, Conv2dEveryPathMatchesNaive) {
   const ConvCase cases[] = {
-      {2, 5, 13, 11, 7, 3, 1, 1, 1, 1, 1},    // the VAE's 3x3 "same" conv
-      {1, 6, 9, 14, 5, 3, 2, 0, 0, 1, 1},     // downsample: pad (0, 1, 0, 1), stride 2
-      {1, 4, 12, 17, 3, 3, 2, 0, 0, 1, 1},    // even height, odd width
-      {1, 9, 7, 5, 3, 1, 1, 0, 0, 0, 0},      // 1x1 shortcut / quant conv
-      {2, 3, 10, 9, 16, 3, 1, 1, 1, 1, 1},    // conv_in from 3 channels
-      {1, 3, 6, 7, 2, 3, 3, 2, 1, 0, 2},      // odd stride and padding
-      {1, 64, 20, 1000, 4, 3, 1, 1, 1, 1, 1}, // wide: im2col runs in several row chunks
+      {2, 5, 13, 11, 7, 3, 1, 1, 1, 1, 1},     // the VAE's 3x3 "same" conv
+      {1, 6, 9, 14, 5, 3, 2, 0, 0, 1, 1},      // downsample: pad (0, 1, 0, 1), stride 2
+      {1, 4, 12, 17, 3, 3, 2, 0, 0, 1, 1},     // even height, odd width
+      {1, 9, 7, 5, 3, 1, 1, 0, 0, 0, 0},       // 1x1 shortcut / quant conv
+      {2, 3, 10, 9, 16, 3, 1, 1, 1, 1, 1},     // conv_in from 3 channels
+      {1, 3, 6, 7, 2, 3, 3, 2, 1, 0, 2},       // odd stride and padding
+      {1, 64, 20, 1000, 4, 3, 1, 1, 1, 1, 1},  // wide: im2col runs in several row chunks
   };
   int seed = 10;
   for (const auto& cc : cases) {
@@ -126,8 +127,8 @@ TEST(VaeOps, Conv2dRejectsBadShapes) {
   std::vector<float> w(2 * 3 * 9);
   EXPECT_FALSE(Conv2d::create(Tensor(w.data(), DType::kF32, {2, 27}), Tensor(), 1, 1).is_ok());
   std::vector<float> b(5);
-  EXPECT_FALSE(Conv2d::create(Tensor(w.data(), DType::kF32, {2, 3, 3, 3}), Tensor(b.data(), DType::kF32, {5}), 1, 1)
-                   .is_ok());
+  EXPECT_FALSE(
+      Conv2d::create(Tensor(w.data(), DType::kF32, {2, 3, 3, 3}), Tensor(b.data(), DType::kF32, {5}), 1, 1).is_ok());
   auto layer = Conv2d::create(Tensor(w.data(), DType::kF32, {2, 3, 3, 3}), Tensor(), 1, 0);
   ASSERT_TRUE(layer.is_ok());
   std::vector<float> x(3 * 2 * 2), y(2 * 4);
@@ -141,8 +142,10 @@ TEST(VaeOps, GroupNormMatchesNaive) {
     bool affine, silu, in_place;
     float offset;
   };
-  const Case cases[] = {{2, 12, 63, 4, true, false, false, 0}, {1, 12, 35, 3, true, true, true, 0},
-                        {3, 8, 17, 8, false, true, false, 0},  {1, 6, 101, 1, true, false, false, 0},
+  const Case cases[] = {{2, 12, 63, 4, true, false, false, 0},
+                        {1, 12, 35, 3, true, true, true, 0},
+                        {3, 8, 17, 8, false, true, false, 0},
+                        {1, 6, 101, 1, true, false, false, 0},
                         {2, 16, 45, 4, true, true, false, 50.0f}};  // mean far from 0: two-pass variance
   uint32_t seed = 100;
   for (const auto& c : cases) {

@@ -16,7 +16,7 @@ namespace quill::cpu {
 namespace scalar {
 
 void gelu_tanh(float* x, int64_t n) {
-  constexpr float kC0 = 0.7978845608028654f;                 // sqrt(2 / pi)
+  constexpr float kC0 = 0.7978845608028654f;  // sqrt(2 / pi)
   constexpr float kC1 = 0.7978845608028654f * 0.044715f;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
@@ -49,8 +49,10 @@ void run_chunked(float* x, int64_t n, UnaryFn fn, ThreadPool& pool) {
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
   UnaryFn fn = scalar::gelu_tanh;
 #if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) fn = avx512::gelu_tanh;
-  else if (cpu_isa() == CpuIsa::kAvx2) fn = avx2::gelu_tanh;
+  if (cpu_isa() == CpuIsa::kAvx512)
+    fn = avx512::gelu_tanh;
+  else if (cpu_isa() == CpuIsa::kAvx2)
+    fn = avx2::gelu_tanh;
 #endif
   run_chunked(x, n, fn, pool);
 }
@@ -58,8 +60,10 @@ void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
 void silu(float* x, int64_t n, ThreadPool& pool) {
   UnaryFn fn = scalar::silu;
 #if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) fn = avx512::silu;
-  else if (cpu_isa() == CpuIsa::kAvx2) fn = avx2::silu;
+  if (cpu_isa() == CpuIsa::kAvx512)
+    fn = avx512::silu;
+  else if (cpu_isa() == CpuIsa::kAvx2)
+    fn = avx2::silu;
 #endif
   run_chunked(x, n, fn, pool);
 }

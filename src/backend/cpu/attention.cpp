@@ -78,8 +78,8 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
   });
 }
 
-void attention_naive(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq,
-                     int64_t Skv, int64_t H, int64_t Dh, float scale) {
+void attention_naive(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
+                     int64_t H, int64_t Dh, float scale) {
   const int64_t row = H * Dh;
   std::vector<float> p(static_cast<size_t>(Skv));
   for (int64_t b = 0; b < B; ++b)

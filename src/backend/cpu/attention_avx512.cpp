@@ -77,8 +77,8 @@ void unpack_transposed(const float* Ot, const __m512* inv_l, int64_t n, int64_t 
     for (int64_t d0 = 0; d0 < Dh; d0 += 16) {
       __m512 r[16];
       for (int64_t d = 0; d < 16; ++d)
-        r[d] = d0 + d < Dh ? _mm512_mul_ps(_mm512_loadu_ps(Ot + (d0 + d) * Q + i0), inv_l[i0 / 16])
-                           : _mm512_setzero_ps();
+        r[d] =
+            d0 + d < Dh ? _mm512_mul_ps(_mm512_loadu_ps(Ot + (d0 + d) * Q + i0), inv_l[i0 / 16]) : _mm512_setzero_ps();
       transpose16(r);
       const __mmask16 dm = first_n(Dh - d0);
       for (int64_t i = 0; i < 16 && i0 + i < n; ++i) _mm512_mask_storeu_ps(dst + (i0 + i) * stride + d0, dm, r[i]);
@@ -162,9 +162,9 @@ struct Layout {
 // Per-thread scratch: the tile buffers, then the current head's K and V, packed.
 Layout layout(float* ws, int64_t Dh, int64_t Skv) {
   Layout l;
-  l.Qt = ws;                    // [Dh][Q]
-  l.Ot = l.Qt + Dh * Q;         // [Dh][Q]
-  l.St = l.Ot + Dh * Q;         // [Ktile][Q]
+  l.Qt = ws;                     // [Dh][Q]
+  l.Ot = l.Qt + Dh * Q;          // [Dh][Q]
+  l.St = l.Ot + Dh * Q;          // [Ktile][Q]
   l.Kp = l.St + kAttnKTile * Q;  // [Skv][Dh]: rows contiguous (in q, k they are H * Dh apart)
   l.Vp = l.Kp + Skv * Dh;        // [ceil(Dh / kDB)][Skv][kDB]: each PV pass streams one block
   return l;

@@ -20,8 +20,8 @@ Status Conv2dGeometry::validate() const {
   if (pad_top < 0 || pad_left < 0 || pad_bottom < 0 || pad_right < 0)
     return invalid_argument("conv2d: negative padding");
   if (H + pad_top + pad_bottom < kh || W + pad_left + pad_right < kw)
-    return invalid_argument("conv2d: a ", kh, "x", kw, " kernel does not fit a padded ", H + pad_top + pad_bottom,
-                            "x", W + pad_left + pad_right, " input");
+    return invalid_argument("conv2d: a ", kh, "x", kw, " kernel does not fit a padded ", H + pad_top + pad_bottom, "x",
+                            W + pad_left + pad_right, " input");
   return Status::ok();
 }
 
@@ -39,7 +39,8 @@ void conv2d_naive(const float* x, const float* w, const float* bias, float* y, c
               for (int64_t j = 0; j < g.kw; ++j) {
                 const int64_t iw = ow * g.stride - g.pad_left + j;
                 if (iw < 0 || iw >= g.W) continue;
-                acc += double(x[((n * g.C + c) * g.H + ih) * g.W + iw]) * double(w[((o * g.C + c) * g.kh + i) * g.kw + j]);
+                acc +=
+                    double(x[((n * g.C + c) * g.H + ih) * g.W + iw]) * double(w[((o * g.C + c) * g.kh + i) * g.kw + j]);
               }
             }
           y[((n * g.O + o) * Ho + oh) * Wo + ow] = float(acc);
@@ -152,8 +153,9 @@ Result<Conv2d> Conv2d::create(const Tensor& weight, const Tensor& bias, int64_t 
                               int64_t pad_left, int64_t pad_bottom, int64_t pad_right, const std::string& name) {
   const std::string wname = name.empty() ? "conv.weight" : name + ".weight";
   if (weight.rank() != 4)
-    return invalid_file("conv weight must be [out, in, kh, kw]").with_tensor(wname).with_expected_found(
-        "rank 4", weight.shape().to_string());
+    return invalid_file("conv weight must be [out, in, kh, kw]")
+        .with_tensor(wname)
+        .with_expected_found("rank 4", weight.shape().to_string());
   if (!weight.is_contiguous() || !dtype_traits(weight.dtype()).is_float || dtype_traits(weight.dtype()).is_quantized)
     return unsupported("conv weight must be a contiguous float tensor, found ", weight.describe()).with_tensor(wname);
   if (stride <= 0 || pad_top < 0 || pad_left < 0 || pad_bottom < 0 || pad_right < 0)
@@ -174,8 +176,9 @@ Result<Conv2d> Conv2d::create(const Tensor& weight, const Tensor& bias, int64_t 
   if (bias.defined() && bias.numel() > 0) {
     const std::string bname = name.empty() ? "conv.bias" : name + ".bias";
     if (bias.rank() != 1 || bias.dim(0) != c.O_)
-      return invalid_file("conv bias shape mismatch").with_tensor(bname).with_expected_found(
-          Shape({c.O_}).to_string(), bias.shape().to_string());
+      return invalid_file("conv bias shape mismatch")
+          .with_tensor(bname)
+          .with_expected_found(Shape({c.O_}).to_string(), bias.shape().to_string());
     c.b_.resize(static_cast<size_t>(c.O_));
     if (!bias.is_contiguous() || !convert_to_f32(bias.dtype(), bias.data(), c.b_.data(), c.O_))
       return unsupported("cannot convert ", bias.describe(), " to f32").with_tensor(bname);

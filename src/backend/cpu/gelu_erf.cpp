@@ -27,8 +27,10 @@ void gelu_erf(float* x, int64_t n, ThreadPool& pool) {
   using Fn = void (*)(float*, int64_t);
   Fn fn = scalar::gelu_erf;
 #if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) fn = avx512::gelu_erf;
-  else if (cpu_isa() == CpuIsa::kAvx2) fn = avx2::gelu_erf;
+  if (cpu_isa() == CpuIsa::kAvx512)
+    fn = avx512::gelu_erf;
+  else if (cpu_isa() == CpuIsa::kAvx2)
+    fn = avx2::gelu_erf;
 #endif
   constexpr int64_t kChunk = 1 << 14;
   pool.parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {

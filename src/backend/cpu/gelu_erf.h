@@ -19,8 +19,8 @@ void gelu_erf(float* x, int64_t n, ThreadPool& pool);  // in place
 
 namespace gelu_erf_detail {
 inline constexpr float kNegInvSqrt2 = -0.70710678118654752f;
-inline constexpr float kP[10] = {-1.265512220e+00f, 1.000022650e+00f,  3.741250381e-01f, 9.638813190e-02f,
-                                 -1.839661573e-01f, 2.713515052e-01f,  -1.121099738e+00f, 1.473255248e+00f,
+inline constexpr float kP[10] = {-1.265512220e+00f, 1.000022650e+00f, 3.741250381e-01f,  9.638813190e-02f,
+                                 -1.839661573e-01f, 2.713515052e-01f, -1.121099738e+00f, 1.473255248e+00f,
                                  -8.133255412e-01f, 1.687610028e-01f};
 }  // namespace gelu_erf_detail
 

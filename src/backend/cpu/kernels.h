@@ -19,8 +19,8 @@ using DecodeFn = void (*)(DType dtype, const void* src, float* dst, int64_t n);
 // of W [N, K] (dtype f32 / f16 / bf16), y[m * ldy + n] = x[m, :] . W[n, :] + (bias ? bias[n] : 0)
 // for m < M <= kLinearSmallM, where GEMM packing does not pay off and the weights are read
 // from memory once.
-using GemvFn = void (*)(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias,
-                        int64_t n0, int64_t n1, float* y, int64_t ldy);
+using GemvFn = void (*)(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
+                        int64_t n1, float* y, int64_t ldy);
 
 // ---- attention ----
 struct AttentionArgs {

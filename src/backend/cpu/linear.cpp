@@ -88,8 +88,7 @@ size_t linear_scratch_floats(const Tensor& W, const ThreadPool& pool) {
   return size_t(panel_rows(W.dim(0), W.dim(1)) * W.dim(1));
 }
 
-void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, float* scratch,
-            ThreadPool& pool) {
+void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, float* scratch, ThreadPool& pool) {
   assert(W.rank() == 2 && W.is_contiguous());
   assert(W.dtype() == DType::kF32 || W.dtype() == DType::kF16 || W.dtype() == DType::kBF16);
   const int64_t N = W.dim(0), K = W.dim(1);
@@ -99,9 +98,8 @@ void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float
     const GemvFn gemv = pick_gemv();
     // ~64K multiply-adds per task.
     const int64_t grain = (int64_t(1) << 16) / (K * M > 0 ? K * M : 1) + 1;
-    pool.parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-      gemv(x, M, K, W.dtype(), W.data(), bias, n0, n1, y, N);
-    });
+    pool.parallel_for(N, grain,
+                      [&](int64_t n0, int64_t n1) { gemv(x, M, K, W.dtype(), W.data(), bias, n0, n1, y, N); });
     return;
   }
 

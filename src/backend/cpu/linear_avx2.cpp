@@ -23,8 +23,10 @@ inline __m256 load8(const void* row, int64_t i) {
 
 template <DType T>
 inline float load1(const void* row, int64_t i) {
-  if constexpr (T == DType::kF32) return static_cast<const float*>(row)[i];
-  else if constexpr (T == DType::kF16) return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
+  if constexpr (T == DType::kF32)
+    return static_cast<const float*>(row)[i];
+  else if constexpr (T == DType::kF16)
+    return f16_to_f32(static_cast<const uint16_t*>(row)[i]);
   else {  // not quill::bf16_to_f32: an inline from a header must not be compiled with AVX2 flags here
     const uint32_t bits = uint32_t(static_cast<const uint16_t*>(row)[i]) << 16;
     float f;
@@ -77,10 +79,18 @@ inline void gemv_rows_tile(const float* x, int64_t M, int64_t K, const char* w0,
     const float* xm = x + m0 * K;
     float* ym = y + m0 * ldy;
     switch (M - m0 < 4 ? M - m0 : 4) {
-      case 1: gemv_tile<T, R, 1>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      case 2: gemv_tile<T, R, 2>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      case 3: gemv_tile<T, R, 3>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      default: gemv_tile<T, R, 4>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
+      case 1:
+        gemv_tile<T, R, 1>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      case 2:
+        gemv_tile<T, R, 2>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      case 3:
+        gemv_tile<T, R, 3>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      default:
+        gemv_tile<T, R, 4>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
     }
   }
 }
@@ -99,19 +109,33 @@ void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias
 
 void decode_rows(DType dtype, const void* src, float* dst, int64_t n) {
   switch (dtype) {
-    case DType::kF16: decode<DType::kF16>(src, dst, n); break;
-    case DType::kBF16: decode<DType::kBF16>(src, dst, n); break;
-    case DType::kF32: std::memcpy(dst, src, size_t(n) * sizeof(float)); break;
-    default: convert_to_f32(dtype, src, dst, n); break;
+    case DType::kF16:
+      decode<DType::kF16>(src, dst, n);
+      break;
+    case DType::kBF16:
+      decode<DType::kBF16>(src, dst, n);
+      break;
+    case DType::kF32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      break;
+    default:
+      convert_to_f32(dtype, src, dst, n);
+      break;
   }
 }
 
 void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
                int64_t n1, float* y, int64_t ldy) {
   switch (dtype) {
-    case DType::kF16: gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
-    case DType::kBF16: gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
-    default: gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy); break;
+    case DType::kF16:
+      gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
+    case DType::kBF16:
+      gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
+    default:
+      gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
   }
 }
 

@@ -55,8 +55,7 @@ inline void gemv_tile(const float* x, int64_t K, const char* w0, int64_t row_byt
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int m = 0; m < MG; ++m)
-      y[m * ldy + n + r] = _mm512_reduce_add_ps(acc[r][m]) + (bias ? bias[n + r] : 0.0f);
+    for (int m = 0; m < MG; ++m) y[m * ldy + n + r] = _mm512_reduce_add_ps(acc[r][m]) + (bias ? bias[n + r] : 0.0f);
 }
 
 // Rows of x in groups of up to 4, inside the loop over W rows: a tile of W rows is read from
@@ -68,10 +67,18 @@ inline void gemv_rows_tile(const float* x, int64_t M, int64_t K, const char* w0,
     const float* xm = x + m0 * K;
     float* ym = y + m0 * ldy;
     switch (M - m0 < 4 ? M - m0 : 4) {
-      case 1: gemv_tile<T, R, 1>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      case 2: gemv_tile<T, R, 2>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      case 3: gemv_tile<T, R, 3>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
-      default: gemv_tile<T, R, 4>(xm, K, w0, row_bytes, bias, n, ym, ldy); break;
+      case 1:
+        gemv_tile<T, R, 1>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      case 2:
+        gemv_tile<T, R, 2>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      case 3:
+        gemv_tile<T, R, 3>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
+      default:
+        gemv_tile<T, R, 4>(xm, K, w0, row_bytes, bias, n, ym, ldy);
+        break;
     }
   }
 }
@@ -90,19 +97,33 @@ void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias
 
 void decode_rows(DType dtype, const void* src, float* dst, int64_t n) {
   switch (dtype) {
-    case DType::kF16: decode<DType::kF16>(src, dst, n); break;
-    case DType::kBF16: decode<DType::kBF16>(src, dst, n); break;
-    case DType::kF32: std::memcpy(dst, src, size_t(n) * sizeof(float)); break;
-    default: convert_to_f32(dtype, src, dst, n); break;
+    case DType::kF16:
+      decode<DType::kF16>(src, dst, n);
+      break;
+    case DType::kBF16:
+      decode<DType::kBF16>(src, dst, n);
+      break;
+    case DType::kF32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      break;
+    default:
+      convert_to_f32(dtype, src, dst, n);
+      break;
   }
 }
 
 void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
                int64_t n1, float* y, int64_t ldy) {
   switch (dtype) {
-    case DType::kF16: gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
-    case DType::kBF16: gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy); break;
-    default: gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy); break;
+    case DType::kF16:
+      gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
+    case DType::kBF16:
+      gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
+    default:
+      gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy);
+      break;
   }
 }
 

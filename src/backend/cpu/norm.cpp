@@ -127,8 +127,8 @@ void rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, cons
   });
 }
 
-void gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D,
-                    int64_t gate_stride, ThreadPool& pool) {
+void gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D, int64_t gate_stride,
+                    ThreadPool& pool) {
   pool.parallel_for(B * S, row_grain(D), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* xr = x + r * D;

@@ -15,8 +15,7 @@ namespace quill::cpu {
 // y[M, N] = x[M, K] . W[N, K]^T (+ bias[N]).  W: f32 / f16 / bf16 (contiguous [N, K]).
 // bias: f32 or nullptr. `scratch` holds linear_scratch_floats(W, pool) floats (0 for f32 W).
 size_t linear_scratch_floats(const Tensor& W, const ThreadPool& pool);
-void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, float* scratch,
-            ThreadPool& pool);
+void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, float* scratch, ThreadPool& pool);
 
 // y[r, :] = (x[r, :] - mean) / sqrt(var + eps) * w + b   (w, b may be null: no affine)
 void layer_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w, const float* b,
@@ -31,8 +30,8 @@ void rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, cons
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool);  // in place, PyTorch approximate="tanh"
 void silu(float* x, int64_t n, ThreadPool& pool);       // in place
 // x[b, s, :] += gate[b, :] * y[b, s, :]; gate rows `gate_stride` apart.
-void gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D,
-                    int64_t gate_stride, ThreadPool& pool);
+void gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D, int64_t gate_stride,
+                    ThreadPool& pool);
 
 // Multi-head, non-causal attention (flash style: tiled, online softmax, O(sequence) memory).
 // q: [B, Sq, H, Dh], k, v: [B, Skv, H, Dh], out: [B, Sq, H, Dh], all contiguous.
@@ -41,7 +40,7 @@ size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool)
 void attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
                int64_t H, int64_t Dh, float scale, float* scratch, ThreadPool& pool);
 // The textbook version (materialises the score row); the reference the flash kernel is tested against.
-void attention_naive(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq,
-                     int64_t Skv, int64_t H, int64_t Dh, float scale);
+void attention_naive(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
+                     int64_t H, int64_t Dh, float scale);
 
 }  // namespace quill::cpu

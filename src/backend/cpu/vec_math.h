@@ -25,7 +25,7 @@ namespace quill::cpu::vmath {
 namespace {
 
 inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kLn2Hi = 0.693359375f;       // ln 2 split so n * kLn2Hi is exact
+inline constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so n * kLn2Hi is exact
 inline constexpr float kLn2Lo = -2.12194440e-4f;
 inline constexpr float kLn2 = 0.693147180559945309f;
 inline constexpr float kExpP0 = 1.9875691500e-4f;
@@ -109,8 +109,8 @@ inline __m512 exp2_fast(__m512 x) {
 inline __m512 exp_approx(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
   x = _mm512_min_ps(x, _mm512_set1_ps(110.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   return _mm512_scalef_ps(exp_reduced(r), n);
@@ -148,8 +148,8 @@ inline __m256 exp2_approx(__m256 x) {
 inline __m256 exp_approx(__m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
   x = _mm256_min_ps(x, _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
   return _mm256_mul_ps(exp_reduced(r), pow2i(n));

@@ -160,8 +160,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(int device) {
   QUILL_CUDA_TRY(cudaSetDevice(device), "selecting the device");
   QUILL_CUDA_TRY(cudaGetDeviceProperties(&impl->props, device), "reading the device properties");
   if (impl->props.major < 8)
-    return unsupported("CUDA device ", device, " (", impl->props.name, ") is sm_", impl->props.major,
-                       impl->props.minor, "; Quill's CUDA kernels need sm_80 or later");
+    return unsupported("CUDA device ", device, " (", impl->props.name, ") is sm_", impl->props.major, impl->props.minor,
+                       "; Quill's CUDA kernels need sm_80 or later");
   QUILL_CUDA_TRY(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking), "creating a stream");
   QUILL_ASSIGN_OR_RETURN(impl->lt, LtGemm::create());
   return std::unique_ptr<CudaBackend>(new CudaBackend(std::move(impl)));
@@ -187,8 +187,7 @@ bool CudaBackend::supports(OpKind kind, const Tensor* weight) const {
   return true;
 }
 
-Status CudaBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
-                           const OpScratch&) {
+Status CudaBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch&) {
   if (!WeightCache::can_hold(W)) return unsupported("CUDA linear: weight ", W.describe());
   QUILL_ASSIGN_OR_RETURN(const DeviceWeight* w, impl_->weight(W));
   const int64_t N = w->N, K = w->K;
@@ -209,8 +208,8 @@ Status CudaBackend::linear(const float* x, int64_t M, const Tensor& W, const flo
                          "launching the ternary GEMM");
           return Status::ok();
         }
-        QUILL_RETURN_IF_ERROR(impl_->lt->bf16_linear(x_bf16, w->data.as<uint16_t>(), s.dev<float>(ys), M, N, K,
-                                                     impl_->stream));
+        QUILL_RETURN_IF_ERROR(
+            impl_->lt->bf16_linear(x_bf16, w->data.as<uint16_t>(), s.dev<float>(ys), M, N, K, impl_->stream));
         if (bias) QUILL_CUDA_TRY(add_bias(s.dev<float>(ys), s.dev<float>(bs), M, N, impl_->stream), "adding the bias");
         return Status::ok();
       },
@@ -298,9 +297,9 @@ Status CudaBackend::rms_norm(const float* x, float* y, int64_t rows, int64_t D, 
   return impl_->execute(
       st,
       [&](const Staging& s) -> Status {
-        QUILL_CUDA_TRY(cuda::rms_norm(s.dev<float>(xs), s.dev<float>(xs), rows, D, eps, s.dev<float>(ws),
-                                      impl_->stream),
-                       "launching rms_norm");
+        QUILL_CUDA_TRY(
+            cuda::rms_norm(s.dev<float>(xs), s.dev<float>(xs), rows, D, eps, s.dev<float>(ws), impl_->stream),
+            "launching rms_norm");
         return Status::ok();
       },
       "running rms_norm");

@@ -37,8 +37,7 @@ class CudaBackend final : public OpBackend {
   Device device() const override { return Device::kCUDA; }
   bool supports(OpKind kind, const Tensor* weight) const override;
 
-  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y,
-                const OpScratch& s) override;
+  Status linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) override;
   Status attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq, int64_t Skv,
                    int64_t H, int64_t Dh, float scale, const OpScratch& s) override;
   Status layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps, const float* shift,

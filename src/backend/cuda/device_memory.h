@@ -14,9 +14,9 @@ namespace quill::cuda {
 
 // ErrorCode::kDevice with CUDA's own error name and text: "while <what>: cudaErrorX (text)".
 Status cuda_status(cudaError_t e, const char* what);
-#define QUILL_CUDA_TRY(expr, what)                                        \
-  do {                                                                    \
-    const cudaError_t quill_cuda_e_ = (expr);                             \
+#define QUILL_CUDA_TRY(expr, what)                                                            \
+  do {                                                                                        \
+    const cudaError_t quill_cuda_e_ = (expr);                                                 \
     if (quill_cuda_e_ != cudaSuccess) return ::quill::cuda::cuda_status(quill_cuda_e_, what); \
   } while (0)
 
@@ -42,7 +42,10 @@ class DeviceBuffer {
   Status reserve(size_t bytes, size_t granularity = size_t(2) << 20);
   void release();
   void* data() const { return ptr_; }
-  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -61,7 +64,10 @@ class PinnedBuffer {
   Status reserve(size_t bytes);
   void release();
   void* data() const { return ptr_; }
-  template <typename T> T* as() const { return static_cast<T*>(ptr_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
   size_t bytes() const { return bytes_; }
 
  private:

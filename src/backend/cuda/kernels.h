@@ -31,14 +31,13 @@ cudaError_t layer_norm(const float* x, float* y, int64_t rows, int64_t D, float 
 // adaLN: y[b, s, :] = LN(x[b, s, :]) * (1 + scale[b * mod_stride + :]) + shift[b * mod_stride + :]
 cudaError_t layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps,
                                 const float* shift, const float* scale, int64_t mod_stride, cudaStream_t stream);
-cudaError_t rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w,
-                     cudaStream_t stream);
+cudaError_t rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w, cudaStream_t stream);
 
 // ---- ternary W2A16 GEMM (ternary_gemm.cu) ----
 // y[M, N] = x[M, K] . dequant(W)[N, K]^T (+ bias[N]); x bf16 [M, K] row-major; W in the layout
 // of tq2_layout.h (codes [K/128][N][32] bytes, scales [K/128][N] f16). K % 128 == 0; M, N any.
-cudaError_t ternary_gemm(const uint16_t* x_bf16, const uint8_t* codes, const uint16_t* scales_f16,
-                         const float* bias, float* y, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
+cudaError_t ternary_gemm(const uint16_t* x_bf16, const uint8_t* codes, const uint16_t* scales_f16, const float* bias,
+                         float* y, int64_t M, int64_t N, int64_t K, cudaStream_t stream);
 
 // ---- attention (flash_attention.cu) ----
 // q [B, Sq, H, Dh], k, v [B, Skv, H, Dh] bf16; out [B, Sq, H, Dh] f32. Dh must be 64 or 128.

@@ -12,9 +12,9 @@ Status lt_status(cublasStatus_t s, const char* what) {
   return make_error(ErrorCode::kDevice, "cuBLASLt error while ", what, ": ", cublasLtGetStatusName(s), " (",
                     cublasLtGetStatusString(s), ")");
 }
-#define QUILL_LT_TRY(expr, what)                                           \
-  do {                                                                     \
-    const cublasStatus_t quill_lt_s_ = (expr);                             \
+#define QUILL_LT_TRY(expr, what)                                                   \
+  do {                                                                             \
+    const cublasStatus_t quill_lt_s_ = (expr);                                     \
     if (quill_lt_s_ != CUBLAS_STATUS_SUCCESS) return lt_status(quill_lt_s_, what); \
   } while (0)
 
@@ -73,8 +73,7 @@ Result<LtGemm::Plan*> LtGemm::plan(int64_t M, int64_t N, int64_t K) {
     s = cublasLtMatmulAlgoGetHeuristic(as_handle(handle_), p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_status(s, "choosing a matmul algorithm");
-  if (found == 0)
-    return make_error(ErrorCode::kDevice, "cuBLASLt has no bf16 algorithm for M=", M, " N=", N, " K=", K);
+  if (found == 0) return make_error(ErrorCode::kDevice, "cuBLASLt has no bf16 algorithm for M=", M, " N=", N, " K=", K);
   p->algo = result.algo;
   Plan* raw = p.get();
   plans_.emplace(key, std::move(p));

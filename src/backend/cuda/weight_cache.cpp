@@ -12,7 +12,7 @@ namespace quill::cuda {
 namespace {
 constexpr size_t kChunkBytes = size_t(64) << 20;
 constexpr size_t kWeightGranularity = 256;
-}
+}  // namespace
 
 Status upload_through(const void* host, void* device, size_t bytes, cudaStream_t stream, PinnedBuffer& staging) {
   if (bytes == 0) return Status::ok();
@@ -35,9 +35,12 @@ bool WeightCache::can_hold(const Tensor& W) {
   switch (W.dtype()) {
     case DType::kF32:
     case DType::kF16:
-    case DType::kBF16: return true;
-    case DType::kTQ2_0_G128: return W.dim(1) % kTq2Group == 0;
-    default: return false;
+    case DType::kBF16:
+      return true;
+    case DType::kTQ2_0_G128:
+      return W.dim(1) % kTq2Group == 0;
+    default:
+      return false;
   }
 }
 
@@ -58,8 +61,7 @@ Result<const DeviceWeight*> WeightCache::get(const Tensor& W, cudaStream_t strea
   auto it = weights_.find(W.data());
   if (it != weights_.end()) {
     const DeviceWeight& w = *it->second;
-    if (w.source_dtype == W.dtype() && w.N == W.dim(0) && w.K == W.dim(1) && w.fingerprint == fingerprint(W))
-      return &w;
+    if (w.source_dtype == W.dtype() && w.N == W.dim(0) && w.K == W.dim(1) && w.fingerprint == fingerprint(W)) return &w;
     // Same address, different tensor: the old one is gone; replace it.
     resident_bytes_ -= w.bytes();
     weights_.erase(it);
@@ -72,8 +74,7 @@ Result<const DeviceWeight*> WeightCache::get(const Tensor& W, cudaStream_t strea
   return raw;
 }
 
-Result<std::unique_ptr<DeviceWeight>> WeightCache::upload(const Tensor& W, cudaStream_t stream,
-                                                          PinnedBuffer& staging) {
+Result<std::unique_ptr<DeviceWeight>> WeightCache::upload(const Tensor& W, cudaStream_t stream, PinnedBuffer& staging) {
   if (!can_hold(W)) return unsupported("the CUDA backend cannot hold weight ", W.describe());
   auto w = std::make_unique<DeviceWeight>();
   w->source_dtype = W.dtype();
