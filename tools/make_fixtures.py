@@ -79,6 +79,19 @@ SD3_CASES = {
         batch=2, latent_hw=(8, 8), text_len=7, timesteps=[500.0, 250.0],
         init_seed=1004, input_seed=2004, bf16=True,
     ),
+    "q128": dict(
+        description=("inner dim 128 (2 heads x 64), every transformer-block linear has K % 128 == 0 so all "
+                     "of them can be ternary (tq2_0_g128) or q8_0; weights stored in bf16; quill quantize's "
+                     "input in the quantized-forward tests"),
+        config=dict(
+            sample_size=32, patch_size=2, in_channels=4, num_layers=2,
+            attention_head_dim=64, num_attention_heads=2, caption_projection_dim=128,
+            joint_attention_dim=128, pooled_projection_dim=128, out_channels=4,
+            pos_embed_max_size=16, qk_norm="rms_norm",
+        ),
+        batch=2, latent_hw=(8, 8), text_len=7, timesteps=[500.0, 250.0],
+        init_seed=1005, input_seed=2005, bf16=True,
+    ),
 }
 
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/human_units.h"
 #include "io/architecture.h"
 #include "io/json_util.h"
 #include "io/model_files.h"
@@ -30,22 +31,6 @@ nlohmann::json summarize(const nlohmann::json& j, size_t max_array = 32) {
     return out;
   }
   return j;
-}
-
-std::string human(double v, const char* const* units, double step) {
-  int u = 0;
-  while (v >= step && units[u + 1]) v /= step, ++u;
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u ? "%.2f %s" : "%.0f%s", v, units[u]);
-  return buf;
-}
-std::string human_count(int64_t n) {
-  static const char* const units[] = {"", "K", "M", "B", "T", nullptr};
-  return human(double(n), units, 1000.0);
-}
-std::string human_bytes(int64_t n) {
-  static const char* const units[] = {" B", "KiB", "MiB", "GiB", "TiB", nullptr};
-  return human(double(n), units, 1024.0);
 }
 
 int run_info(const std::string& path, bool json, bool list_tensors) {

@@ -188,8 +188,11 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::parse(FileBytes bytes)
   }
 
   auto& infos = st->infos_;
-  std::stable_sort(infos.begin(), infos.end(), [](const TensorInfo& a, const TensorInfo& b) {
-    return a.offset != b.offset ? a.offset < b.offset : a.nbytes < b.nbytes;
+  // std::sort with a total order (names are unique) rather than std::stable_sort: libstdc++'s
+  // stable_sort temporary buffer trips ASan's alloc-dealloc-mismatch check under GCC 12.
+  std::sort(infos.begin(), infos.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    if (a.offset != b.offset) return a.offset < b.offset;
+    return a.nbytes != b.nbytes ? a.nbytes < b.nbytes : a.name < b.name;
   });
   // Sorted by start, a tensor overlaps an earlier one iff it starts before the furthest end so far.
   const TensorInfo* furthest = nullptr;  // the non-empty tensor that ends last so far
@@ -233,8 +236,12 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
                          const std::map<std::string, std::string>& metadata) {
   std::vector<size_t> order(tensors.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return dtype_traits(tensors[a].second.dtype()).block_bytes > dtype_traits(tensors[b].second.dtype()).block_bytes;
+  // Widest element first keeps every tensor aligned to its element size; ties keep input order
+  // (a total order, so std::sort is deterministic; see the reader for why not stable_sort).
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto ea = dtype_traits(tensors[a].second.dtype()).block_bytes;
+    const auto eb = dtype_traits(tensors[b].second.dtype()).block_bytes;
+    return ea != eb ? ea > eb : a < b;
   });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

@@ -12,9 +12,9 @@
 namespace quill {
 namespace {
 
+using test::nan_filled;
+using test::random_normal;
 using testing_ops::IsaScope;
-using testing_ops::nan_filled;
-using testing_ops::randn;
 using testing_ops::testable_isas;
 
 struct Shape4 {
@@ -65,9 +65,9 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 void check(const Shape4& s, float qk_std, ThreadPool& pool) {
   SCOPED_TRACE(testing::Message() << "B=" << s.B << " Sq=" << s.Sq << " Skv=" << s.Skv << " H=" << s.H << " Dh=" << s.Dh
                                   << " qk_std=" << qk_std);
-  const auto q = randn(size_t(s.B * s.Sq * s.H * s.Dh), 1, 0.0f, qk_std);
-  const auto k = randn(size_t(s.B * s.Skv * s.H * s.Dh), 2, 0.0f, qk_std);
-  const auto v = randn(size_t(s.B * s.Skv * s.H * s.Dh), 3);
+  const auto q = random_normal(size_t(s.B * s.Sq * s.H * s.Dh), 1, qk_std, 0.0f);
+  const auto k = random_normal(size_t(s.B * s.Skv * s.H * s.Dh), 2, qk_std, 0.0f);
+  const auto v = random_normal(size_t(s.B * s.Skv * s.H * s.Dh), 3);
   const float scale = 1.0f / std::sqrt(float(s.Dh));
   const auto ref = reference(q, k, v, s, scale);
 
@@ -105,7 +105,7 @@ TEST(CpuAttention, IncreasingScoresForceEveryTileToRescale) {
   // Keys aligned with the query and growing in norm: each key tile holds a new maximum.
   ThreadPool pool(2);
   const Shape4 s{1, 5, 600, 1, 16};
-  std::vector<float> q(size_t(s.Sq * s.Dh), 0.25f), k(size_t(s.Skv * s.Dh)), v = randn(size_t(s.Skv * s.Dh), 4);
+  std::vector<float> q(size_t(s.Sq * s.Dh), 0.25f), k(size_t(s.Skv * s.Dh)), v = random_normal(size_t(s.Skv * s.Dh), 4);
   for (int64_t j = 0; j < s.Skv; ++j)
     for (int64_t t = 0; t < s.Dh; ++t) k[size_t(j * s.Dh + t)] = 0.01f * float(j);
   const auto ref = reference(q, k, v, s, 1.0);

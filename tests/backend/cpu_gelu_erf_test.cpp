@@ -19,7 +19,7 @@ TEST(CpuGeluErf, MatchesExactFormulaOnEveryIsa) {
   std::vector<float> x;
   for (int i = -3000; i <= 3000; ++i) x.push_back(float(i) * 0.005f);  // [-15, 15]
   for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, 30.0f, -30.0f, 100.0f, -100.0f, 1e30f}) x.push_back(v);
-  const auto r = testing_ops::randn(40001, 11, 0.0f, 4.0f);
+  const auto r = test::random_normal(40001, 11, 4.0f);
   x.insert(x.end(), r.begin(), r.end());
   ThreadPool pool(3);
   for (CpuIsa isa : testable_isas()) {

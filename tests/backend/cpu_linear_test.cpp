@@ -15,9 +15,9 @@
 namespace quill {
 namespace {
 
+using test::nan_filled;
+using test::random_normal;
 using testing_ops::IsaScope;
-using testing_ops::nan_filled;
-using testing_ops::randn;
 using testing_ops::testable_isas;
 
 struct Weight {
@@ -26,7 +26,7 @@ struct Weight {
 };
 
 Weight make_weight(DType dtype, int64_t N, int64_t K, uint32_t seed) {
-  const auto src = randn(size_t(N * K), seed, 0.0f, 0.5f);
+  const auto src = random_normal(size_t(N * K), seed, 0.5f, 0.0f);
   Weight w{Tensor::empty(dtype, Shape{N, K}), std::vector<float>(src.size())};
   for (size_t i = 0; i < src.size(); ++i) {
     if (dtype == DType::kF32) {
@@ -84,8 +84,8 @@ TEST(CpuLinear, MatchesDoubleReferenceForEveryWeightTypeAndIsa) {
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     for (const Case& c : cases) {
       const Weight w = make_weight(dtype, c.N, c.K, uint32_t(c.M * 131 + c.N * 7 + c.K));
-      const auto x = randn(size_t(c.M * c.K), 11, 0.1f, 1.0f);
-      const auto bias = randn(size_t(c.N), 12);
+      const auto x = random_normal(size_t(c.M * c.K), 11, 1.0f, 0.1f);
+      const auto bias = random_normal(size_t(c.N), 12);
       for (bool with_bias : {false, true}) {
         std::vector<double> ref, mag;
         reference(x, c.M, w.decoded, c.N, c.K, with_bias ? bias.data() : nullptr, ref, mag);
@@ -112,8 +112,8 @@ TEST(CpuLinear, SeveralWeightPanels) {
   const int64_t M = 17, N = 1030, K = 4096;
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     const Weight w = make_weight(dtype, N, K, 21);
-    const auto x = randn(size_t(M * K), 22);
-    const auto bias = randn(size_t(N), 23);
+    const auto x = random_normal(size_t(M * K), 22);
+    const auto bias = random_normal(size_t(N), 23);
     ASSERT_LT(cpu::linear_scratch_floats(w.tensor, pool), size_t(N * K));
     std::vector<double> ref, mag;
     reference(x, M, w.decoded, N, K, bias.data(), ref, mag);
@@ -142,7 +142,7 @@ TEST(CpuLinear, SameResultWithOneOrManyThreads) {
   const int64_t M = 37, N = 70, K = 300;
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     const Weight w = make_weight(dtype, N, K, 5);
-    const auto x = randn(size_t(M * K), 6);
+    const auto x = random_normal(size_t(M * K), 6);
     auto y1 = nan_filled(size_t(M * N)), y3 = nan_filled(size_t(M * N));
     auto s1 = nan_filled(cpu::linear_scratch_floats(w.tensor, one));
     auto s3 = nan_filled(cpu::linear_scratch_floats(w.tensor, three));
@@ -159,9 +159,9 @@ TEST(CpuGemm, PortableKernelMatchesReferenceAndAccumulates) {
   ThreadPool pool(3);
   for (const Case& c : {Case{1, 1, 1}, Case{5, 33, 300}, Case{13, 65, 7}, Case{4, 32, 256}, Case{9, 1, 513}}) {
     SCOPED_TRACE(testing::Message() << "M=" << c.M << " N=" << c.N << " K=" << c.K);
-    const auto A = randn(size_t(c.M * c.K), 1);
-    const auto B = randn(size_t(c.N * c.K), 2);
-    const auto C0 = randn(size_t(c.M * c.N), 3);
+    const auto A = random_normal(size_t(c.M * c.K), 1);
+    const auto B = random_normal(size_t(c.N * c.K), 2);
+    const auto C0 = random_normal(size_t(c.M * c.N), 3);
     std::vector<double> ref, mag;
     reference(A, c.M, B, c.N, c.K, nullptr, ref, mag);
     auto C = nan_filled(size_t(c.M * c.N));

@@ -11,8 +11,8 @@
 namespace quill {
 namespace {
 
-using testing_ops::nan_filled;
-using testing_ops::randn;
+using test::nan_filled;
+using test::random_normal;
 
 // LN output is O(1); a few f32 ulps of it, plus the affine terms.
 constexpr double kTol = 2e-6;
@@ -38,9 +38,9 @@ TEST(CpuNorm, LayerNormWithAndWithoutAffine) {
   ThreadPool pool(3);
   for (int64_t rows : {1, 5, 33}) {
     for (int64_t D : {1, 7, 64, 257, 1536}) {
-      const auto x = randn(size_t(rows * D), uint32_t(rows + D), 50.0f, 2.0f);
-      const auto w = randn(size_t(D), 2, 1.0f, 0.3f);
-      const auto b = randn(size_t(D), 3);
+      const auto x = random_normal(size_t(rows * D), uint32_t(rows + D), 2.0f, 50.0f);
+      const auto w = random_normal(size_t(D), 2, 0.3f, 1.0f);
+      const auto b = random_normal(size_t(D), 3);
       for (int mode = 0; mode < 4; ++mode) {
         const float* wp = mode & 1 ? w.data() : nullptr;
         const float* bp = mode & 2 ? b.data() : nullptr;
@@ -71,8 +71,8 @@ TEST(CpuNorm, LayerNormModulateUsesPerBatchChunksOfTheModulationVector) {
     for (int64_t D : {7, 64, 257}) {
       SCOPED_TRACE(testing::Message() << "S=" << S << " D=" << D);
       const int64_t stride = 6 * D;  // adaLN: [shift, scale, gate, ...] chunks in one vector per batch
-      const auto x = randn(size_t(B * S * D), uint32_t(S * D), -20.0f, 3.0f);
-      const auto mod = randn(size_t(B * stride), 9, 0.0f, 0.5f);
+      const auto x = random_normal(size_t(B * S * D), uint32_t(S * D), 3.0f, -20.0f);
+      const auto mod = random_normal(size_t(B * stride), 9, 0.5f, 0.0f);
       const float* shift = mod.data() + 0 * D;
       const float* scale = mod.data() + 1 * D;
       auto y = nan_filled(x.size());
@@ -97,8 +97,8 @@ TEST(CpuNorm, RmsNormOutOfPlaceAndInPlace) {
   for (int64_t rows : {1, 6, 33}) {
     for (int64_t D : {1, 8, 64, 72, 257}) {
       SCOPED_TRACE(testing::Message() << "rows=" << rows << " D=" << D);
-      const auto x = randn(size_t(rows * D), uint32_t(rows * D), 0.5f, 3.0f);
-      const auto w = randn(size_t(D), 4, 1.0f, 0.2f);
+      const auto x = random_normal(size_t(rows * D), uint32_t(rows * D), 3.0f, 0.5f);
+      const auto w = random_normal(size_t(D), 4, 0.2f, 1.0f);
       for (bool with_w : {false, true}) {
         std::vector<double> ref(x.size());
         for (int64_t r = 0; r < rows; ++r) {
@@ -126,9 +126,9 @@ TEST(CpuNorm, GatedResidual) {
     for (int64_t D : {1, 7, 64}) {
       SCOPED_TRACE(testing::Message() << "S=" << S << " D=" << D);
       const int64_t stride = 6 * D;
-      auto x = randn(size_t(B * S * D), 1);
-      const auto y = randn(size_t(B * S * D), 2);
-      const auto mod = randn(size_t(B * stride), 3);
+      auto x = random_normal(size_t(B * S * D), 1);
+      const auto y = random_normal(size_t(B * S * D), 2);
+      const auto mod = random_normal(size_t(B * stride), 3);
       const float* gate = mod.data() + 2 * D;
       std::vector<double> ref(x.size());
       for (int64_t r = 0; r < B * S; ++r)

@@ -1,27 +1,13 @@
-// Helpers shared by the CPU op tests: seeded random data, NaN poisoning and the list of
-// instruction-set levels this machine can run (each op is checked on every one).
+// The instruction-set levels this machine can run, for the CPU op tests (each op is checked on
+// every one). Random data and NaN poisoning are in support/test_util.h.
 #pragma once
 
-#include <cmath>
-#include <limits>
-#include <random>
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "support/test_util.h"
 
 namespace quill::testing_ops {
-
-inline std::vector<float> randn(size_t n, uint32_t seed, float mean = 0.0f, float stddev = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(mean, stddev);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-inline std::vector<float> nan_filled(size_t n) {
-  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
-}
 
 inline std::vector<CpuIsa> testable_isas() {
   std::vector<CpuIsa> out;

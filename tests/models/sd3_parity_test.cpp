@@ -55,7 +55,9 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, SD3Parity,
                                            Case{"patch2_wide", "sample", 1e-4},
                                            // bf16-stored weights: Quill computes in f32 from the bf16 values,
                                            // compared with diffusers' f32 run on the same upcast weights.
-                                           Case{"bf16", "sample", 1e-4}),
+                                           Case{"bf16", "sample", 1e-4},
+                                           // inner dim 128, bf16-stored: the quantized-forward tests' input.
+                                           Case{"q128", "sample", 1e-4}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(SD3Engine, RejectsBadBuckets) {

@@ -13,8 +13,8 @@
 namespace quill {
 namespace {
 
-using testing_ops::nan_filled;
-using testing_ops::randn;
+using test::nan_filled;
+using test::random_normal;
 
 double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
   double num = 0, den = 0;
@@ -35,7 +35,7 @@ void check(DType dt, const char* mode_env, double bound) {
   CpuBackend cpu(pool);
   Dispatcher disp(&cpu);
   const int64_t M = 600, K = 256, N = 48;  // M above quant_linear's row chunk
-  std::vector<float> wf = randn(size_t(N * K), 4, 0.0f, 0.05f);
+  std::vector<float> wf = random_normal(size_t(N * K), 4, 0.05f, 0.0f);
   auto q = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{N, K}), dt);
   ASSERT_TRUE(q.is_ok());
   auto deq = quant::dequantize_tensor(*q);
@@ -47,7 +47,7 @@ void check(DType dt, const char* mode_env, double bound) {
   s.linear = scratch.data();
   s.linear_floats = floats;
   disp.set_scratch(s);
-  const std::vector<float> x = randn(size_t(M * K), 5), bias = randn(size_t(N), 6);
+  const std::vector<float> x = random_normal(size_t(M * K), 5), bias = random_normal(size_t(N), 6);
   std::vector<float> y = nan_filled(size_t(M * N)), ref = nan_filled(size_t(M * N));
   ASSERT_TRUE(disp.linear(x.data(), M, *q, bias.data(), y.data()).is_ok());
   ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), ref.data()).is_ok());

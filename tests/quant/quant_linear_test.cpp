@@ -13,8 +13,8 @@
 namespace quill::quant {
 namespace {
 
-using testing_ops::nan_filled;
-using testing_ops::randn;
+using test::nan_filled;
+using test::random_normal;
 using testing_ops::testable_isas;
 
 struct Weight {
@@ -24,7 +24,7 @@ struct Weight {
 };
 
 Weight make_weight(DType dt, int64_t N, int64_t K, uint32_t seed) {
-  std::vector<float> w = randn(size_t(N * K), seed, 0.0f, 0.05f);
+  std::vector<float> w = random_normal(size_t(N * K), seed, 0.05f, 0.0f);
   Weight out;
   Tensor f(w.data(), DType::kF32, Shape{N, K});
   if (dt == DType::kF8E4M3) {
@@ -93,8 +93,8 @@ const Case kCases[] = {
 };
 
 void check_shape(ThreadPool& pool, int64_t M, int64_t K, int64_t N) {
-  const std::vector<float> x = randn(size_t(M * K), uint32_t(M * 131 + K * 7 + N));
-  const std::vector<float> bias = randn(size_t(N), uint32_t(N + 5));
+  const std::vector<float> x = random_normal(size_t(M * K), uint32_t(M * 131 + K * 7 + N));
+  const std::vector<float> bias = random_normal(size_t(N), uint32_t(N + 5));
   for (const Case& c : kCases) {
     const Weight w = make_weight(c.dtype, N, K, uint32_t(K * 3 + N));
     const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
@@ -131,7 +131,7 @@ TEST(QuantLinear, ScratchIsBoundedBeyondTheChunk) {
             quant_linear_scratch_bytes(10 * kQuantMChunk, w.t, QuantMode::kA8, pool));
   // M above the chunk with the chunk-sized scratch.
   const int64_t M = kQuantMChunk + 37;
-  const std::vector<float> x = randn(size_t(M * 256), 9);
+  const std::vector<float> x = random_normal(size_t(M * 256), 9);
   const std::vector<float> bias(64, 0.5f);
   const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, 64, 256);
   std::vector<uint8_t> scratch(quant_linear_scratch_bytes(kQuantMChunk, w.t, QuantMode::kA8, pool));

@@ -4,9 +4,11 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/image.h"
 #include "io/io_test_util.h"
@@ -78,6 +80,54 @@ TEST(RenderLineCli, WritesTheLibraryRenderingAndPrintsTheBucket) {
                              std::to_string(want40->width / 2) + ", " + std::to_string(want40->width / 8) +
                              " tokens per row";
   EXPECT_NE(r.out.find(expect), std::string::npos) << r.out << "\nwanted: " << expect;
+}
+
+// The line-model trainer (tools/line_data.py) renders its glyph lines with --batch-file; they must
+// be the pixels `quill line` conditions on (GlyphLineRenderer::render with the model's geometry).
+TEST(RenderLineCli, BatchFileWritesOnePngPerLineIdenticalToTheLibrary) {
+  testing::TempDir dir;
+  const std::string list = dir.file("texts.txt");
+  {
+    std::ofstream f(list);
+    f << kKongl << "\n"
+      << "hej\r\n"
+      << "this line is far too wide for the 512 pixel canvas limit that this test sets on purpose, really\n";
+  }
+  std::filesystem::create_directories(dir.file("out"));
+  CliRun r = render_line("--batch-file '" + list + "' --output-dir '" + dir.file("out") +
+                             "' --line-height 32 --max-width 512 --downscale 1 --patch 8",
+                         dir);
+  EXPECT_EQ(r.code, 1) << r.err;  // the third line fails, the others are written
+  auto renderer = GlyphLineRenderer::create();
+  ASSERT_TRUE(renderer.is_ok());
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(r.out);
+  for (std::string l; std::getline(lines, l);) rows.push_back(nlohmann::json::parse(l));
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  const char* texts[] = {kKongl, "hej"};
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(rows[size_t(i)]["index"], i);
+    EXPECT_EQ(rows[size_t(i)]["text"], texts[i]);
+    auto want = (*renderer)->render(texts[i], 32, 512, 1, 8, OverflowPolicy::kError);
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_EQ(rows[size_t(i)]["canvas_width"], want->width);
+#ifdef QUILL_HAVE_IMAGE
+    auto img = read_image(rows[size_t(i)]["png"].get<std::string>());
+    ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+    EXPECT_EQ(img->width, want->width);
+    EXPECT_EQ(img->pixels, want->gray) << texts[i];
+#endif
+  }
+  EXPECT_TRUE(rows[2].contains("error"));
+  EXPECT_FALSE(rows[2].contains("png"));
+  EXPECT_NE(rows[2]["error"].get<std::string>().find("max line width is 512"), std::string::npos);
+
+  r = render_line("--batch-file '" + list + "'", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--output-dir"), std::string::npos) << r.err;
+  r = render_line("--text abc --batch-file '" + list + "' --output-dir /tmp", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("exactly one of --text or --batch-file"), std::string::npos) << r.err;
 }
 
 TEST(RenderLineCli, OverflowPolicies) {

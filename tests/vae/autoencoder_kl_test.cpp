@@ -8,13 +8,13 @@
 #include "io/safetensors.h"
 #include "models/autoencoder_kl.h"
 #include "pipeline/image_postprocess.h"
-#include "vae/vae_test_util.h"
+#include "support/test_util.h"
 
 namespace quill {
 namespace {
 
-using vaetest::fixture;
-using vaetest::rel_l2;
+using test::fixture;
+using test::rel_l2;
 
 ThreadPool& pool() {
   static ThreadPool p(2);

@@ -5,13 +5,13 @@
 #include <fstream>
 
 #include "pipeline/flow_match_euler.h"
-#include "vae/vae_test_util.h"
+#include "support/test_util.h"
 
 namespace quill {
 namespace {
 
 nlohmann::json load_fixture() {
-  std::ifstream in(vaetest::fixture("scheduler/flow_match_euler.json"));
+  std::ifstream in(test::fixture("scheduler/flow_match_euler.json"));
   EXPECT_TRUE(in.good());
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }

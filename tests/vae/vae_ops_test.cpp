@@ -4,18 +4,18 @@
 #include <cstring>
 
 #include "backend/cpu/conv2d.h"
-#include "backend/cpu/gemm_f32.h"
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/group_norm.h"
 #include "backend/cpu/spatial_attention.h"
 #include "backend/cpu/upsample.h"
-#include "vae/vae_test_util.h"
+#include "support/test_util.h"
 
 namespace quill::cpu {
 namespace {
 
-using vaetest::poisoned;
-using vaetest::randn;
-using vaetest::rel_max;
+using test::nan_filled;
+using test::random_normal;
+using test::rel_max;
 
 ThreadPool& pool() {
   static ThreadPool p(3);  // more threads than the CI cores: exercises the splits
@@ -40,9 +40,9 @@ TEST(VaeOps, GemmAllTransposesMatchReference) {
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb) {
         const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
-        auto A = randn(size_t((ta ? K : M) * lda), 1);
-        auto B = randn(size_t((tb ? N : K) * ldb), 2);
-        auto C = randn(size_t(M * ldc), 3), Cref = C;
+        auto A = random_normal(size_t((ta ? K : M) * lda), 1);
+        auto B = random_normal(size_t((tb ? N : K) * ldb), 2);
+        auto C = random_normal(size_t(M * ldc), 3), Cref = C;
         gemm_f32(ta, tb, M, N, K, 0.7f, A.data(), lda, B.data(), ldb, 0.5f, C.data(), ldc, pool(), impl);
         gemm_ref(ta, tb, M, N, K, 0.7f, A.data(), lda, B.data(), ldb, 0.5f, Cref.data(), ldc);
         EXPECT_LT(rel_max(C, Cref), 1e-5) << "ta " << ta << " tb " << tb << " impl " << int(impl);
@@ -73,9 +73,9 @@ TEST(VaeOps, Conv2dEveryPathMatchesNaive) {
   for (const auto& cc : cases) {
     Conv2dGeometry g{cc.N, cc.C, cc.H, cc.W, cc.O, cc.k, cc.k, cc.stride, cc.pt, cc.pl, cc.pb, cc.pr};
     ASSERT_TRUE(g.validate().is_ok());
-    auto x = randn(size_t(g.N * g.C * g.H * g.W), uint32_t(++seed));
-    auto w = randn(size_t(g.O * g.C * g.kh * g.kw), uint32_t(++seed), 0.3f);
-    auto b = randn(size_t(g.O), uint32_t(++seed));
+    auto x = random_normal(size_t(g.N * g.C * g.H * g.W), uint32_t(++seed));
+    auto w = random_normal(size_t(g.O * g.C * g.kh * g.kw), uint32_t(++seed), 0.3f);
+    auto b = random_normal(size_t(g.O), uint32_t(++seed));
     const size_t ny = size_t(g.N * g.O * g.out_h() * g.out_w());
     for (DType wt : {DType::kF32, DType::kF16, DType::kBF16}) {
       // The layer converts the stored weights to f32; the reference uses the same rounded values.
@@ -98,7 +98,7 @@ TEST(VaeOps, Conv2dEveryPathMatchesNaive) {
         if (impl == ConvImpl::kPortable && g.W > 100) continue;  // slow and adds nothing
         layer->set_impl(impl);
         for (int rep = 0; rep < 2; ++rep) {  // the second call reuses the cached primitive
-          auto y = poisoned(ny);
+          auto y = nan_filled(ny);
           ASSERT_TRUE(layer->forward(x.data(), g.N, g.H, g.W, y.data(), pool()).is_ok());
           EXPECT_LT(rel_max(y, ref), 2e-6) << "case C" << g.C << " H" << g.H << " W" << g.W << " k" << g.kh << " s"
                                            << g.stride << " impl " << int(impl) << " dtype " << dtype_name(wt);
@@ -110,14 +110,14 @@ TEST(VaeOps, Conv2dEveryPathMatchesNaive) {
 
 TEST(VaeOps, Conv2dWithoutBias) {
   Conv2dGeometry g{1, 4, 5, 6, 3, 3, 3, 1, 1, 1, 1, 1};
-  auto x = randn(size_t(4 * 5 * 6), 1), w = randn(size_t(3 * 4 * 9), 2);
+  auto x = random_normal(size_t(4 * 5 * 6), 1), w = random_normal(size_t(3 * 4 * 9), 2);
   std::vector<float> ref(size_t(3 * 5 * 6));
   conv2d_naive(x.data(), w.data(), nullptr, ref.data(), g);
   auto layer = Conv2d::create(Tensor(w.data(), DType::kF32, {3, 4, 3, 3}), Tensor(), 1, 1);
   ASSERT_TRUE(layer.is_ok());
   for (ConvImpl impl : {ConvImpl::kAuto, ConvImpl::kGemm}) {
     layer->set_impl(impl);
-    auto y = poisoned(ref.size());
+    auto y = nan_filled(ref.size());
     ASSERT_TRUE(layer->forward(x.data(), 1, 5, 6, y.data(), pool()).is_ok());
     EXPECT_LT(rel_max(y, ref), 2e-6);
   }
@@ -149,12 +149,12 @@ TEST(VaeOps, GroupNormMatchesNaive) {
                         {2, 16, 45, 4, true, true, false, 50.0f}};  // mean far from 0: two-pass variance
   uint32_t seed = 100;
   for (const auto& c : cases) {
-    auto x = randn(size_t(c.N * c.C * c.HW), ++seed, 1.5f, c.offset);
-    auto gamma = randn(size_t(c.C), ++seed, 0.5f, 1.0f), beta = randn(size_t(c.C), ++seed);
+    auto x = random_normal(size_t(c.N * c.C * c.HW), ++seed, 1.5f, c.offset);
+    auto gamma = random_normal(size_t(c.C), ++seed, 0.5f, 1.0f), beta = random_normal(size_t(c.C), ++seed);
     std::vector<float> ref(x.size());
     group_norm_naive(x.data(), ref.data(), c.N, c.C, c.HW, c.G, 1e-6f, c.affine ? gamma.data() : nullptr,
                      c.affine ? beta.data() : nullptr, c.silu);
-    std::vector<float> y = c.in_place ? x : poisoned(x.size());
+    std::vector<float> y = c.in_place ? x : nan_filled(x.size());
     group_norm(c.in_place ? y.data() : x.data(), y.data(), c.N, c.C, c.HW, c.G, 1e-6f,
                c.affine ? gamma.data() : nullptr, c.affine ? beta.data() : nullptr, c.silu, pool());
     EXPECT_LT(rel_max(y, ref), c.offset > 0 ? 2e-5 : 2e-6) << "C " << c.C << " G " << c.G;
@@ -163,8 +163,8 @@ TEST(VaeOps, GroupNormMatchesNaive) {
 
 TEST(VaeOps, UpsampleNearest2x) {
   const int64_t P = 5, H = 7, W = 3;
-  auto x = randn(size_t(P * H * W), 7);
-  auto y = poisoned(size_t(P * 4 * H * W));
+  auto x = random_normal(size_t(P * H * W), 7);
+  auto y = nan_filled(size_t(P * 4 * H * W));
   upsample_nearest2x(x.data(), y.data(), P, H, W, pool());
   for (int64_t p = 0; p < P; ++p)
     for (int64_t h = 0; h < 2 * H; ++h)
@@ -175,13 +175,13 @@ TEST(VaeOps, UpsampleNearest2x) {
 TEST(VaeOps, SpatialAttentionMatchesNaive) {
   for (int64_t T : {int64_t(1), int64_t(45), int64_t(300)}) {  // 300: two query tiles, the second partial
     const int64_t C = 7;
-    auto q = randn(size_t(C * T), 1), k = randn(size_t(C * T), 2), v = randn(size_t(C * T), 3);
+    auto q = random_normal(size_t(C * T), 1), k = random_normal(size_t(C * T), 2), v = random_normal(size_t(C * T), 3);
     std::vector<float> ref(size_t(C * T));
     const float scale = 1.0f / std::sqrt(float(C));
     spatial_attention_naive(q.data(), k.data(), v.data(), ref.data(), C, T, scale);
     std::vector<float> scratch(spatial_attention_scratch_floats(T));
     for (GemmImpl impl : {GemmImpl::kAuto, GemmImpl::kPortable}) {
-      auto out = poisoned(size_t(C * T));
+      auto out = nan_filled(size_t(C * T));
       spatial_attention(q.data(), k.data(), v.data(), out.data(), C, T, scale, scratch.data(), pool(), impl);
       EXPECT_LT(rel_max(out, ref), 1e-5) << "T " << T;
     }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/gemm_f32.h"
+#include "backend/cpu/gemm.h"
 #include "core/thread_pool.h"
 #include "quill/status.h"
 #include "quill/tensor.h"

@@ -4,9 +4,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #if defined(QUILL_HAVE_OPENBLAS)
 #include <cblas.h>
+#elif defined(QUILL_HAVE_DNNL)
+#include <dnnl.h>
 #endif
 
 namespace quill::cpu {
@@ -37,6 +40,39 @@ void micro(const float* A, int64_t lda, int64_t rows, const float* Bp, int64_t k
   }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < nn; ++c) C[r * ldc + c] = add ? C[r * ldc + c] + acc[r][c] : acc[r][c];
+}
+
+// Row i of C needs row i of op(A) and all of op(B). Rows are split over the pool; the inner loop
+// runs along contiguous memory in each case so the compiler vectorises it.
+void gemm_portable(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc, ThreadPool& pool) {
+  pool.parallel_for(M, 1, [&](int64_t m0, int64_t m1) {
+    std::vector<float> acc(static_cast<size_t>(N));
+    for (int64_t i = m0; i < m1; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      if (!tb) {
+        for (int64_t k = 0; k < K; ++k) {
+          const float a = ta ? A[k * lda + i] : A[i * lda + k];
+          const float* b = B + k * ldb;
+          for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += a * b[j];
+        }
+      } else {
+        for (int64_t j = 0; j < N; ++j) {
+          const float* b = B + j * ldb;
+          float s = 0.0f;
+          if (!ta) {
+            const float* a = A + i * lda;
+            for (int64_t k = 0; k < K; ++k) s += a[k] * b[k];
+          } else {
+            for (int64_t k = 0; k < K; ++k) s += A[k * lda + i] * b[k];
+          }
+          acc[size_t(j)] = s;
+        }
+      }
+      float* c = C + i * ldc;
+      for (int64_t j = 0; j < N; ++j) c[j] = alpha * acc[size_t(j)] + (beta == 0.0f ? 0.0f : beta * c[j]);
+    }
+  });
 }
 
 }  // namespace
@@ -125,6 +161,51 @@ void sgemm_nt(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, cons
   });
 #else
   sgemm_nt_portable(M, N, K, A, lda, B, ldb, C, ldc, accumulate, pool);
+#endif
+}
+
+const char* gemm_f32_backend() {
+#if defined(QUILL_HAVE_OPENBLAS)
+  return "openblas";
+#elif defined(QUILL_HAVE_DNNL)
+  return "onednn";
+#else
+  return "portable";
+#endif
+}
+
+void gemm_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+              const float* B, int64_t ldb, float beta, float* C, int64_t ldc, ThreadPool& pool, GemmImpl impl) {
+  if (M <= 0 || N <= 0) return;
+  if (impl == GemmImpl::kPortable) {
+    gemm_portable(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pool);
+    return;
+  }
+#if defined(QUILL_HAVE_OPENBLAS)
+  // Same policy as sgemm_nt: OpenBLAS stays single-threaded (sync_blas_threads) and each pool
+  // thread takes a slice of output columns; op(B)'s columns start at B + n0 (or row n0 if B^T).
+  sync_blas_threads(pool);
+  const int64_t T = pool.num_threads();
+  const auto call = [&](int64_t n0, int64_t nn) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(M), blasint(nn),
+                blasint(K), alpha, A, blasint(lda), tb ? B + n0 * ldb : B + n0, blasint(ldb), beta, C + n0,
+                blasint(ldc));
+  };
+  if (!blas_split_in_pool() || T == 1 || N < 32 * T) {
+    call(0, N);
+    return;
+  }
+  const int64_t chunk = (N / T + 15) / 16 * 16;
+  pool.run_on_all([&](int t) {
+    const int64_t n0 = int64_t(t) * chunk;
+    const int64_t nn = std::min(N, n0 + chunk) - n0;
+    if (nn > 0) call(n0, nn);
+  });
+#elif defined(QUILL_HAVE_DNNL)
+  if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != dnnl_success)
+    gemm_portable(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pool);
+#else
+  gemm_portable(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, pool);
 #endif
 }
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "backend/cpu/gemm_f32.h"
+#include "backend/cpu/gemm.h"
 #include "core/thread_pool.h"
 
 namespace quill::cpu {

@@ -1,0 +1,235 @@
+"""Synthetic handwriting-line data for Quill's line model (nothing is downloaded).
+
+A *hand* is a handwriting font from a Debian package plus augmentation drawn once per hand:
+stroke weight, slant, ink and paper tone, noise, size. Every sample is
+
+* text      -- words from Debian's Swedish word list (wswedish) with capitals, digits, punctuation;
+* glyph     -- the text's glyph line, rendered by `quill render-line` itself, so the pixels are
+               exactly what `quill line` conditions on at inference (tests/cli checks this);
+* target    -- the same text written in the hand, stretched horizontally onto the glyph line's
+               ink extent (so characters sit roughly over their glyphs) on the same canvas;
+* style     -- a different line written by the same hand, as the style encoder sees it: gray ->
+               RGB, Pillow bicubic resize to style_size x style_size (uint8; the trainer normalises).
+
+    python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import tempfile
+
+import numpy as np
+from fontTools.ttLib import TTFont
+from PIL import Image, ImageDraw, ImageFont
+
+LINE_HEIGHT = 32
+BASELINE = 24           # glyph renderer: baseline at 0.75 h
+GLYPH_CAP_HEIGHT = 15   # DejaVu Sans at 0.625 h = 20 px: "H" is 15 px tall
+SUPERSAMPLE = 4
+
+FONT_DIRS = ["bwht", "fifthhorseman", "femkeklaver", "ecolier-court", "breip", "dancingscript", "kristi", "klee",
+             "joscelyn", "humor-sans"]
+# Whole packages held out of training: styles the model has never seen.
+HELD_OUT = {"Humor-Sans.ttf", "Breip.ttf", "breipfont.ttf"}
+PUNCT = ".,:;-!?'\"()"
+
+
+def handwriting_fonts() -> list[str]:
+    out = []
+    for d in FONT_DIRS:
+        out += sorted(glob.glob(f"/usr/share/fonts/*/{d}/*.[ot]tf"))
+    return out
+
+
+def font_charset(path: str) -> set[str]:
+    return {chr(c) for c in TTFont(path, fontNumber=0).getBestCmap()}
+
+
+def load_words(path: str = "/usr/share/dict/swedish") -> list[str]:
+    with open(path, encoding="iso-8859-1") as f:
+        words = [w.strip() for w in f]
+    return [w for w in words if w and 2 <= len(w) <= 14 and w.isalpha()]
+
+
+def make_text(rng: random.Random, words: list[str], max_chars: int) -> str:
+    parts = []
+    n = rng.choice([1, 2, 2, 3, 3, 4, 5, 6])
+    for i in range(n):
+        r = rng.random()
+        if r < 0.08:
+            w = str(rng.choice([rng.randint(0, 99), rng.randint(100, 2099)]))
+        else:
+            w = rng.choice(words)
+            if r < 0.13:
+                w = w.upper()
+            elif (i == 0 and rng.random() < 0.6) or rng.random() < 0.15:
+                w = w[:1].upper() + w[1:]
+        if rng.random() < 0.12:
+            w = rng.choice("(\"'") + w + rng.choice(")\"'")
+        if rng.random() < 0.2:
+            w += rng.choice(PUNCT[:6])
+        parts.append(w)
+    text = " ".join(parts)
+    return text[:max_chars].strip() or "a"
+
+
+class Hand:
+    """One font plus its augmentation; `write` renders text onto a canvas of a given ink extent."""
+
+    def __init__(self, font_path: str, rng: random.Random, augment: bool = True):
+        self.font_path = font_path
+        self.font_name = os.path.basename(font_path)
+        a = augment
+        self.size_jitter = rng.uniform(0.9, 1.1) if a else 1.0
+        self.stroke = rng.choice([0, 0, 0, 1, 1, 2]) if a else 0  # at SUPERSAMPLE resolution
+        self.slant = rng.uniform(-0.25, 0.25) if a else 0.0
+        self.ink = rng.randint(0, 90) if a else 0
+        self.paper = rng.randint(215, 255) if a else 255
+        self.noise = rng.uniform(0.0, 5.0) if a else 0.0
+        self.baseline_jitter = 2 if a else 0
+        self.font = self._calibrated_font()
+
+    def _calibrated_font(self) -> ImageFont.FreeTypeFont:
+        probe = ImageFont.truetype(self.font_path, 100 * SUPERSAMPLE)
+        cap = -probe.getbbox("H", anchor="ls")[1]
+        size = 100 * SUPERSAMPLE * GLYPH_CAP_HEIGHT * SUPERSAMPLE / max(cap, 1) * self.size_jitter
+        return ImageFont.truetype(self.font_path, max(8, int(round(size))))
+
+    def coverage(self, text: str) -> np.ndarray:
+        """Ink coverage in [0, 1] at SUPERSAMPLE scale, LINE_HEIGHT*S tall, cropped to the ink columns."""
+        s = SUPERSAMPLE
+        h = LINE_HEIGHT * s
+        bbox = self.font.getbbox(text, anchor="ls", stroke_width=self.stroke)
+        pad = 8 * s + int(abs(self.slant) * h)
+        w = bbox[2] - bbox[0] + 2 * pad
+        img = Image.new("L", (max(w, 1), h), 0)
+        ImageDraw.Draw(img).text((pad - bbox[0], BASELINE * s + self._jitter * s), text, font=self.font, fill=255,
+                                 anchor="ls", stroke_width=self.stroke, stroke_fill=255)
+        if self.slant:
+            # x' = x + slant * (y - baseline): shear about the baseline.
+            img = img.transform(img.size, Image.AFFINE, (1, self.slant, -self.slant * BASELINE * s, 0, 1, 0),
+                                resample=Image.BILINEAR)
+        a = np.asarray(img, dtype=np.float32) / 255.0
+        cols = np.nonzero(a.max(axis=0) > 0.02)[0]
+        if cols.size == 0:
+            return np.zeros((h, 1), np.float32)
+        return a[:, cols[0]:cols[-1] + 1]
+
+    def write(self, text: str, canvas_w: int, x0: int, x1: int, rng: random.Random) -> np.ndarray:
+        """uint8 [LINE_HEIGHT, canvas_w]: `text` in this hand, its ink spanning columns [x0, x1)."""
+        self._jitter = rng.randint(-self.baseline_jitter, self.baseline_jitter)
+        cov = self.coverage(text)
+        width = max(1, x1 - x0)
+        small = Image.fromarray((cov * 255).astype(np.uint8)).resize((width, LINE_HEIGHT), Image.LANCZOS)
+        a = np.zeros((LINE_HEIGHT, canvas_w), np.float32)
+        a[:, x0:x0 + width] = np.asarray(small, np.float32)[:, : max(0, min(width, canvas_w - x0))] / 255.0
+        img = self.paper - (self.paper - self.ink) * a
+        if self.noise:
+            img = img + np.random.default_rng(rng.randrange(1 << 30)).normal(0, self.noise, img.shape)
+        return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def ink_extent(gray: np.ndarray) -> tuple[int, int]:
+    cols = np.nonzero((gray < 250).any(axis=0))[0]
+    if cols.size == 0:
+        return 0, 1
+    return int(cols[0]), int(cols[-1]) + 1
+
+
+def style_image(line: np.ndarray, size: int) -> np.ndarray:
+    """What Quill's style encoder sees of a line image: gray -> RGB, Pillow bicubic to size x size."""
+    rgb = Image.fromarray(line, "L").convert("RGB").resize((size, size), Image.BICUBIC)
+    return np.asarray(rgb, np.uint8)[..., 0].copy()  # the three channels are equal
+
+
+def render_glyph_lines(quill: str, texts: list[str], max_width: int) -> list[tuple[dict, np.ndarray | None]]:
+    """Glyph lines from Quill's own renderer (`quill render-line --batch-file`)."""
+    with tempfile.TemporaryDirectory() as d:
+        listing = os.path.join(d, "texts.txt")
+        with open(listing, "w", encoding="utf-8") as f:
+            f.write("\n".join(texts) + "\n")
+        r = subprocess.run([quill, "render-line", "--batch-file", listing, "--output-dir", d, "--line-height",
+                            str(LINE_HEIGHT), "--max-width", str(max_width), "--downscale", "1", "--patch", "8"],
+                           capture_output=True, text=True)
+        out = []
+        for line in r.stdout.splitlines():
+            j = json.loads(line)
+            out.append((j, np.asarray(Image.open(j["png"]), np.uint8) if "png" in j else None))
+        if len(out) != len(texts):
+            raise RuntimeError(f"quill render-line returned {len(out)} of {len(texts)} lines: {r.stderr[-500:]}")
+        return out
+
+
+def generate(quill: str, n: int, seed: int, fonts: list[str], max_width: int, max_chars: int, style_size: int,
+             lines_per_hand: int = 8, augment: bool = True) -> dict:
+    rng = random.Random(seed)
+    words = load_words()
+    charsets = {f: font_charset(f) for f in fonts}
+    hands, texts = [], []
+    while len(texts) < n:
+        font = rng.choice(fonts)
+        cs = charsets[font]
+        hand = Hand(font, rng, augment)
+        for _ in range(lines_per_hand):
+            t = ""
+            while not t or any(c not in cs for c in t if c != " "):
+                t = make_text(rng, words, max_chars)
+            hands.append(hand)
+            texts.append(t)
+    glyphs = render_glyph_lines(quill, texts, max_width)
+    keep = [i for i, (j, g) in enumerate(glyphs) if g is not None]
+    data = {"text": [], "font": [], "glyph": [], "target": [], "style": [], "hand": []}
+    targets = {}
+    for i in keep:
+        j, g = glyphs[i]
+        x0, x1 = ink_extent(g)
+        targets[i] = hands[i].write(texts[i], g.shape[1], x0, x1, rng)
+    for i in keep:
+        base = i - i % lines_per_hand
+        mates = [k for k in range(base, base + lines_per_hand) if k != i and k in targets]
+        ref = targets[rng.choice(mates)] if mates else targets[i]
+        data["text"].append(texts[i])
+        data["font"].append(hands[i].font_name)
+        data["glyph"].append(glyphs[i][1])
+        data["target"].append(targets[i])
+        data["style"].append(style_image(ref, style_size))
+        data["hand"].append(i // lines_per_hand)
+    return data
+
+
+def save(data: dict, path: str) -> None:
+    widths = np.array([g.shape[1] for g in data["glyph"]], np.int32)
+    np.savez_compressed(path, text=np.array(data["text"]), font=np.array(data["font"]), widths=widths,
+                        glyph=np.concatenate([g.ravel() for g in data["glyph"]]),
+                        target=np.concatenate([t.ravel() for t in data["target"]]),
+                        style=np.stack(data["style"]), hand=np.array(data["hand"], np.int32))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quill", default="build/release/quill")
+    ap.add_argument("--out", required=True, help="folder for shard_NNN.npz")
+    ap.add_argument("--samples", type=int, default=40000)
+    ap.add_argument("--shard", type=int, default=5000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--max-width", type=int, default=512)
+    ap.add_argument("--max-chars", type=int, default=40)
+    ap.add_argument("--style-size", type=int, default=64)
+    ap.add_argument("--held-out", action="store_true", help="use only the held-out fonts")
+    a = ap.parse_args()
+    fonts = [f for f in handwriting_fonts() if (os.path.basename(f) in HELD_OUT) == a.held_out]
+    os.makedirs(a.out, exist_ok=True)
+    for k in range(0, a.samples, a.shard):
+        d = generate(a.quill, min(a.shard, a.samples - k), a.seed * 100003 + k, fonts, a.max_width, a.max_chars,
+                     a.style_size)
+        save(d, os.path.join(a.out, f"shard_{k // a.shard:03d}.npz"))
+        print(f"shard {k // a.shard}: {len(d['text'])} samples", flush=True)
+
+
+if __name__ == "__main__":
+    main()

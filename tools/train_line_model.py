@@ -1,0 +1,256 @@
+"""Train Quill's handwriting line model (tools/line_model.py) and its style encoder, on CPU or GPU.
+
+Objective (must match Quill's sampler, src/pipeline/line_sampler.cpp):
+    x0    = target line in [-1, 1], paper = +1         (gray / 127.5 - 1)
+    glyph = 1 - 2 * gray / 255, ink = +1                (glyphs_to_model_input)
+    x_t   = (1 - sigma) x0 + sigma eps, eps ~ N(0, 1)
+    model(x_t, glyph, style, t = 1000 sigma) ~ v = eps - x0
+Sigma is drawn logit-normal (SD3). The style embedding is the pooled output of a small
+Dinov2Model (transformers) over the style reference, trained jointly; with probability
+--style-dropout it is replaced by zeros, the unconditional input Quill's CFG uses. EMA weights
+are exported. Resumable: --resume continues from <run>/checkpoint.pt.
+
+    python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000
+    python tools/train_line_model.py --data /tmp/linedata --run /tmp/linerun --preset cpu-small --minutes 80
+    python tools/train_line_model.py --run /tmp/linerun --export models/quill-line
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import glob
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from line_model import LineModel, LineModelConfig  # noqa: E402
+
+PRESETS = {
+    # Trains on the 2-core CPU within a working session; < 1 s per line at inference there.
+    "cpu-small": dict(model=dict(line_height=32, max_line_width=1024, patch_size=8, num_layers=4,
+                                 num_attention_heads=4, attention_head_dim=32, style_dim=96),
+                      style=dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=4, image_size=64,
+                                 patch_size=8),
+                      batch=16, lr=6e-4),
+    # For the H200: same data, wider and deeper.
+    "gpu-base": dict(model=dict(line_height=32, max_line_width=1024, patch_size=8, num_layers=8,
+                                num_attention_heads=6, attention_head_dim=48, style_dim=192),
+                     style=dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, image_size=64,
+                                patch_size=8),
+                     batch=128, lr=4e-4),
+}
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def make_style_encoder(cfg: dict):
+    from transformers import Dinov2Config, Dinov2Model
+    c = Dinov2Config(hidden_size=cfg["hidden_size"], num_hidden_layers=cfg["num_hidden_layers"],
+                     num_attention_heads=cfg["num_attention_heads"], image_size=cfg["image_size"],
+                     patch_size=cfg["patch_size"], mlp_ratio=4, layer_norm_eps=1e-6, hidden_act="gelu",
+                     use_swiglu_ffn=False, drop_path_rate=0.0)
+    return Dinov2Model(c)
+
+
+class LineData:
+    """All shards in memory; batches are drawn from width-sorted groups and padded to one canvas."""
+
+    def __init__(self, folder: str):
+        self.glyph, self.target, self.style, self.width = [], [], [], []
+        for path in sorted(glob.glob(os.path.join(folder, "shard_*.npz"))):
+            d = np.load(path)
+            w = d["widths"]
+            off = np.concatenate([[0], np.cumsum(w.astype(np.int64) * 32)])
+            glyph, target = d["glyph"], d["target"]  # each d[...] access decompresses the array again
+            for i in range(len(w)):
+                self.glyph.append(glyph[off[i]:off[i + 1]].reshape(32, -1))
+                self.target.append(target[off[i]:off[i + 1]].reshape(32, -1))
+            self.style.append(d["style"])
+            self.width += list(w)
+        if not self.width:
+            raise SystemExit(f"no shard_*.npz in {folder}")
+        self.style = np.concatenate(self.style)
+        self.width = np.array(self.width)
+        self.order = np.argsort(self.width, kind="stable")
+
+    def __len__(self) -> int:
+        return len(self.width)
+
+    def batch(self, rng: np.random.Generator, size: int):
+        n = len(self.order)
+        start = int(rng.integers(0, max(1, n - 4 * size)))
+        idx = self.order[start + rng.choice(min(4 * size, n - start), size=min(size, n), replace=False)]
+        W = int(max(self.width[idx]))
+        W = (W + 15) // 16 * 16
+        g = np.full((len(idx), 1, 32, W), 255, np.uint8)
+        t = np.empty((len(idx), 1, 32, W), np.uint8)
+        for k, i in enumerate(idx):
+            w = self.glyph[i].shape[1]
+            g[k, 0, :, :w] = self.glyph[i]
+            t[k, 0, :, :] = np.median(self.target[i])  # paper tone
+            t[k, 0, :, :w] = self.target[i]
+        glyph = 1.0 - 2.0 * torch.from_numpy(g).float() / 255.0
+        x0 = torch.from_numpy(t).float() / 127.5 - 1.0
+        s = torch.from_numpy(self.style[idx]).float() / 255.0
+        mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+        std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+        style = (s[:, None].expand(-1, 3, -1, -1) - mean) / std
+        return x0, glyph, style
+
+
+class Trainer(torch.nn.Module):
+    def __init__(self, preset: dict):
+        super().__init__()
+        self.cfg = LineModelConfig(**preset["model"])
+        self.model = LineModel(self.cfg)
+        self.style_encoder = make_style_encoder(preset["style"])
+        assert self.style_encoder.config.hidden_size == self.cfg.style_dim
+
+    def embed_style(self, style_pixels, drop):
+        emb = self.style_encoder(pixel_values=style_pixels).pooler_output
+        return emb * (~drop).float()[:, None]
+
+
+def checkpoint_path(run: str) -> str:
+    return os.path.join(run, "checkpoint.pt")
+
+
+def train(a) -> None:
+    torch.manual_seed(a.seed)
+    device = torch.device(a.device)
+    os.makedirs(a.run, exist_ok=True)
+    ck = checkpoint_path(a.run)
+    if a.resume and os.path.exists(ck):
+        state = torch.load(ck, map_location="cpu", weights_only=False)
+        preset = state["preset"]
+    else:
+        state, preset = None, copy.deepcopy(PRESETS[a.preset])
+        if a.batch:
+            preset["batch"] = a.batch
+    net = Trainer(preset).to(device)
+    ema = copy.deepcopy(net).eval().requires_grad_(False)
+    opt = torch.optim.AdamW(net.parameters(), lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
+    step, seen, elapsed_before = 0, 0, 0.0
+    rng = np.random.default_rng(a.seed)
+    if state:
+        net.load_state_dict(state["net"])
+        ema.load_state_dict(state["ema"])
+        opt.load_state_dict(state["opt"])
+        step, seen, elapsed_before = state["step"], state["seen"], state["elapsed"]
+        rng = np.random.default_rng(a.seed + step)
+    data = LineData(a.data)
+    nparams = sum(p.numel() for p in net.model.parameters())
+    nstyle = sum(p.numel() for p in net.style_encoder.parameters())
+    print(f"data: {len(data)} lines; line model {nparams / 1e6:.2f} M params, style encoder {nstyle / 1e6:.2f} M; "
+          f"preset {json.dumps(preset)}", flush=True)
+    bsz = preset["batch"]
+    t0 = time.time()
+    last_save = t0
+    loss_avg = None
+    while True:
+        elapsed = elapsed_before + time.time() - t0
+        if a.minutes and elapsed >= a.minutes * 60:
+            break
+        if a.steps and step >= a.steps:
+            break
+        # Linear warm-up then cosine to 10% over the planned budget.
+        frac = min(1.0, elapsed / (a.minutes * 60)) if a.minutes else min(1.0, step / max(1, a.steps))
+        lr = preset["lr"] * min(1.0, (step + 1) / 200) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        for gp in opt.param_groups:
+            gp["lr"] = lr
+        x0, glyph, style = (u.to(device) for u in data.batch(rng, bsz))
+        b = x0.shape[0]
+        sigma = torch.sigmoid(torch.randn(b, device=device))
+        eps = torch.randn_like(x0)
+        xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
+        drop = torch.rand(b, device=device) < a.style_dropout
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            s = net.embed_style(style, drop)
+            v = net.model(xt, glyph, s, sigma * 1000.0)
+        loss = torch.nn.functional.mse_loss(v.float(), eps - x0)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+        decay = min(a.ema, (1 + step) / (10 + step))
+        with torch.no_grad():
+            for pe, pn in zip(ema.parameters(), net.parameters()):
+                pe.lerp_(pn, 1 - decay)
+        step += 1
+        seen += b
+        loss_avg = loss.item() if loss_avg is None else 0.98 * loss_avg + 0.02 * loss.item()
+        if step % a.log_every == 0:
+            el = elapsed_before + time.time() - t0
+            print(f"step {step} seen {seen} loss {loss_avg:.4f} lr {lr:.2e} {seen / max(el, 1e-9):.1f} samples/s "
+                  f"{el / 60:.1f} min", flush=True)
+        if time.time() - last_save > a.save_minutes * 60:
+            save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg)
+            last_save = time.time()
+    save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg)
+    print(f"done: step {step}, seen {seen}, loss {loss_avg:.4f}", flush=True)
+
+
+def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss):
+    tmp = path + ".tmp"
+    torch.save({"net": net.state_dict(), "ema": ema.state_dict(), "opt": opt.state_dict(), "preset": preset,
+                "step": step, "seen": seen, "elapsed": elapsed, "loss": loss}, tmp)
+    os.replace(tmp, path)
+
+
+def export(a) -> None:
+    state = torch.load(checkpoint_path(a.run), map_location="cpu", weights_only=False)
+    net = Trainer(state["preset"])
+    net.load_state_dict(state["ema"])
+    out = a.export
+    os.makedirs(os.path.join(out, "style_encoder"), exist_ok=True)
+    dtype = torch.bfloat16 if a.bf16 else torch.float32
+    sd = {k: v.to(dtype).contiguous() for k, v in net.model.state_dict().items()}
+    save_file(sd, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json"), "w") as f:
+        f.write(json.dumps(asdict(net.cfg), indent=2) + "\n")
+    net.style_encoder.to(dtype).save_pretrained(os.path.join(out, "style_encoder"), safe_serialization=True)
+    info = {k: state[k] for k in ("step", "seen", "elapsed", "loss")} | {"preset": state["preset"]}
+    with open(os.path.join(out, "training.json"), "w") as f:
+        f.write(json.dumps(info, indent=2) + "\n")
+    print(f"exported {out}: step {state['step']}, seen {state['seen']}, loss {state['loss']:.4f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", help="folder of shard_*.npz from tools/line_data.py")
+    ap.add_argument("--run", required=True, help="folder for checkpoint.pt")
+    ap.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--minutes", type=float, default=0, help="stop after this much training time (all runs)")
+    ap.add_argument("--steps", type=int, default=0)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--style-dropout", type=float, default=0.15)
+    ap.add_argument("--ema", type=float, default=0.999)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--log-every", type=int, default=20)
+    ap.add_argument("--save-minutes", type=float, default=5)
+    ap.add_argument("--export", help="write the EMA weights as a Quill model folder here and exit")
+    ap.add_argument("--bf16", action="store_true", help="export in bf16 (default f32)")
+    a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    if a.export:
+        export(a)
+    else:
+        if not a.data or not (a.minutes or a.steps):
+            ap.error("training needs --data and --minutes or --steps")
+        train(a)
+
+
+if __name__ == "__main__":
+    main()
