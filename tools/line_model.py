@@ -4,7 +4,8 @@ An SD3-style MMDiT in "glyph line" mode, built on diffusers' JointTransformerBlo
 
 * image tokens: the noisy line (pixels, or VAE latents when `downscale` > 1) cut into p x p
   patches, projected by `x_embedder` (a Linear over (c, ky, kx)-ordered patches, like a conv
-  with kernel = stride = p);
+  with kernel = stride = p); with `glyph_concat` the glyph line is concatenated to the line as
+  extra channels first;
 * content tokens: the glyph line (the text rendered in a plain font at the canvas size), brought
   to latent resolution and cut into ONE token per patch column (all rows of a p-wide column,
   ordered (g, y, kx)), projected by `content_embedder`. So the content sequence length equals the
@@ -45,6 +46,9 @@ class LineModelConfig:
     style_dim: int = 64            # size of the style embedding (style encoder's pooled output)
     rope_theta: float = 10000.0
     qk_norm: str | None = "rms_norm"
+    # Also feed the glyph line to the image tokens: x_embedder sees [hidden_states; glyphs] patches
+    # (channels concatenated), a direct local path from each glyph pixel to the pixel it inks.
+    glyph_concat: bool = False
     _class_name: str = "QuillLineModel"
 
     @property
@@ -129,7 +133,8 @@ class LineModel(torch.nn.Module):
         self.cfg = cfg
         d, p = cfg.inner_dim, cfg.patch_size
         assert cfg.latent_height % p == 0, "latent height must be a multiple of patch_size"
-        self.x_embedder = torch.nn.Linear(cfg.in_channels * p * p, d)
+        x_in = cfg.in_channels + (cfg.glyph_channels if cfg.glyph_concat else 0)
+        self.x_embedder = torch.nn.Linear(x_in * p * p, d)
         self.content_embedder = torch.nn.Linear(cfg.glyph_channels * cfg.latent_height * p, d)
         self.time_text_embed = CombinedTimestepTextProjEmbeddings(embedding_dim=d, pooled_projection_dim=cfg.style_dim)
         self.transformer_blocks = torch.nn.ModuleList(
@@ -152,6 +157,8 @@ class LineModel(torch.nn.Module):
     def forward(self, hidden_states, glyphs, style, timestep):
         """hidden_states [B, C, Hl, Wl], glyphs [B, G, Hl, Wl], style [B, style_dim], timestep [B] -> [B, Cout, Hl, Wl]."""
         cfg, p = self.cfg, self.cfg.patch_size
+        if cfg.glyph_concat:
+            hidden_states = torch.cat([hidden_states, glyphs], dim=1)
         b, c, h, w = hidden_states.shape
         ht, wt = h // p, w // p
         patches = hidden_states.reshape(b, c, ht, p, wt, p).permute(0, 2, 4, 1, 3, 5).reshape(b, ht * wt, c * p * p)

@@ -25,20 +25,25 @@ OUT = ROOT / "tests" / "fixtures" / "line"
 CONFIG = LineModelConfig(line_height=16, max_line_width=256, patch_size=4, num_layers=3,
                          num_attention_heads=2, attention_head_dim=16, style_dim=24)
 CASES = {"w48": 48, "w80": 80}
+# glyph_concat: the glyph line also enters x_embedder as an extra channel (the trained model's mode).
+CONCAT_CONFIG = LineModelConfig(line_height=16, max_line_width=256, patch_size=4, num_layers=2,
+                                num_attention_heads=2, attention_head_dim=16, style_dim=24, glyph_concat=True)
+CONCAT_CASES = {"concat_w64": 64}
 
 
 @torch.no_grad()
-def main() -> None:
+def make(config: LineModelConfig, model_name: str, cases: dict, seed: int) -> None:
     torch.use_deterministic_algorithms(True)
     torch.manual_seed(0)
+    CONFIG = config
     model = LineModel(CONFIG).eval()
-    reinit_parameters(model, seed=3001)
+    reinit_parameters(model, seed=seed)
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    md = OUT / "model"
+    md = OUT / model_name
     md.mkdir(parents=True, exist_ok=True)
     (md / "config.json").write_text(json.dumps(asdict(CONFIG), indent=2) + "\n")
     save_file(state, str(md / "model.safetensors"))
-    for name, width in CASES.items():
+    for name, width in cases.items():
         d = OUT / name
         d.mkdir(parents=True, exist_ok=True)
         g = torch.Generator().manual_seed(4000 + width)
@@ -58,6 +63,14 @@ def main() -> None:
         save_file({"hidden_states": x, "glyphs": glyphs, "style": style, "timestep": t}, str(d / "inputs.safetensors"))
         save_file({"sample": sample.contiguous()}, str(d / "expected.safetensors"))
         print(f"{name}: sample {tuple(sample.shape)} std {sample.std():.3f}")
+
+
+def main() -> None:
+    which = sys.argv[1:] or ["plain", "concat"]
+    if "plain" in which:
+        make(CONFIG, "model", CASES, 3001)
+    if "concat" in which:
+        make(CONCAT_CONFIG, "model_concat", CONCAT_CASES, 3002)
 
 
 if __name__ == "__main__":

@@ -36,13 +36,15 @@ from line_model import LineModel, LineModelConfig  # noqa: E402
 PRESETS = {
     # Trains on the 2-core CPU within a working session; < 1 s per line at inference there.
     "cpu-small": dict(model=dict(line_height=32, max_line_width=1024, patch_size=8, num_layers=4,
-                                 num_attention_heads=4, attention_head_dim=32, style_dim=96),
+                                 num_attention_heads=4, attention_head_dim=32, style_dim=96,
+                                 glyph_concat=True),
                       style=dict(hidden_size=96, num_hidden_layers=2, num_attention_heads=4, image_size=64,
                                  patch_size=8),
                       batch=16, lr=6e-4),
     # For the H200: same data, wider and deeper.
     "gpu-base": dict(model=dict(line_height=32, max_line_width=1024, patch_size=8, num_layers=8,
-                                num_attention_heads=6, attention_head_dim=48, style_dim=192),
+                                num_attention_heads=6, attention_head_dim=48, style_dim=192,
+                                glyph_concat=True),
                      style=dict(hidden_size=192, num_hidden_layers=4, num_attention_heads=6, image_size=64,
                                 patch_size=8),
                      batch=128, lr=4e-4),

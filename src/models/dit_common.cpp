@@ -17,12 +17,14 @@ void timestep_sinusoid(const float* t, int64_t B, int64_t dim, float* out) {
   }
 }
 
-void patchify(const float* x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, float* patches) {
+void patchify(const float* x, int64_t B, int64_t C, int64_t H, int64_t W, int64_t p, float* patches,
+              int64_t token_stride, int64_t channel_offset) {
   const int64_t hp = H / p, wp = W / p;
+  if (token_stride == 0) token_stride = C * p * p;
   for (int64_t n = 0; n < B; ++n)
     for (int64_t y = 0; y < hp; ++y)
       for (int64_t xq = 0; xq < wp; ++xq) {
-        float* row = patches + ((n * hp + y) * wp + xq) * C * p * p;
+        float* row = patches + ((n * hp + y) * wp + xq) * token_stride + channel_offset * p * p;
         for (int64_t c = 0; c < C; ++c)
           for (int64_t ky = 0; ky < p; ++ky)
             for (int64_t kx = 0; kx < p; ++kx)

@@ -45,8 +45,19 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
     else
       return unsupported("qk_norm ", it->dump(), " (supported: null, \"rms_norm\")").with_file(source);
   }
+  if (auto it = j.find("glyph_concat"); it != j.end()) {
+    if (!it->is_boolean()) return invalid_file("config 'glyph_concat' must be true or false").with_file(source);
+    c.glyph_concat = it->get<bool>();
+  }
   if (c.attention_head_dim % 4)
     return invalid_file("attention_head_dim must be a multiple of 4 for 2D RoPE").with_file(source);
+  // Canvas widths are multiples of 16 (text/width_bucket.h): every one must split into whole tokens.
+  if (c.downscale * c.patch_size > 16 || 16 % (c.downscale * c.patch_size))
+    return invalid_file("downscale x patch_size = ", c.downscale * c.patch_size,
+                        " must divide 16 (line canvases are multiples of 16 pixels wide)")
+        .with_file(source);
+  if (c.max_line_width % 16)
+    return invalid_file("max_line_width ", c.max_line_width, " must be a multiple of 16").with_file(source);
   if (c.line_height % c.downscale || c.latent_height() % c.patch_size)
     return invalid_file("line_height ", c.line_height, " must be divisible by downscale x patch_size (", c.downscale,
                         " x ", c.patch_size, ")")
@@ -79,7 +90,7 @@ Result<std::unique_ptr<LineModel>> LineModel::load(std::shared_ptr<ModelFiles> f
   const LineModelConfig& c = m->cfg_;
   const int64_t D = c.inner_dim(), p = c.patch_size;
   const ModelFiles& f = *files;
-  QUILL_ASSIGN_OR_RETURN(m->x_embedder, load_linear(f, "x_embedder", c.in_channels * p * p, D, true));
+  QUILL_ASSIGN_OR_RETURN(m->x_embedder, load_linear(f, "x_embedder", c.x_embed_channels() * p * p, D, true));
   QUILL_ASSIGN_OR_RETURN(m->content_embedder,
                          load_linear(f, "content_embedder", c.glyph_channels * c.latent_height() * p, D, true));
   QUILL_ASSIGN_OR_RETURN(m->time_text_embed, TimeTextEmbed::load(f, D, c.style_dim));
@@ -134,7 +145,7 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   alloc(o.temb, B * D);
   alloc(o.tproj, B * TimeTextEmbed::kTimeChannels);
   alloc(o.pooled_h, B * D);
-  alloc(o.patches, B * N * cfg_.in_channels * p * p);
+  alloc(o.patches, B * N * cfg_.x_embed_channels() * p * p);
   alloc(o.columns, B * T * cfg_.glyph_channels * Hl * p);
   alloc(o.out, B * N * p * p * cfg_.out_channels);
   alloc(o.rope_cos, S * cfg_.attention_head_dim / 2);
@@ -163,8 +174,11 @@ Status LineModel::forward(const LineBucket& b, const float* hidden_states, const
   // time_text_embed(timestep, style): temb [B, D] and SiLU(temb) for the adaLN linears.
   QUILL_RETURN_IF_ERROR(time_text_embed.forward(timestep, style, B, w.tproj, w.pooled_h, w.temb, j.temb_act, ops));
 
-  // Image tokens: patches [B, N, C*p*p] -> x [B, N, D].
-  patchify(hidden_states, B, cfg_.in_channels, Hl, W, p, w.patches);
+  // Image tokens: patches [B, N, C'*p*p] -> x [B, N, D]; C' = C (+ G when the glyph line is
+  // concatenated as extra channels).
+  const int64_t row = cfg_.x_embed_channels() * p * p;
+  patchify(hidden_states, B, cfg_.in_channels, Hl, W, p, w.patches, row, 0);
+  if (cfg_.glyph_concat) patchify(glyphs, B, G, Hl, W, p, w.patches, row, cfg_.in_channels);
   QUILL_RETURN_IF_ERROR(ops.linear(w.patches, B * N, x_embedder.weight, x_embedder.bias_ptr(), j.x));
   // Content tokens: glyph column j = glyphs[:, :, :, j*p:(j+1)*p] in (g, y, kx) order -> c [B, T, D].
   const int64_t col = G * Hl * p;

@@ -23,6 +23,9 @@ struct LineModelConfig {
   int64_t num_layers = 4, num_attention_heads = 4, attention_head_dim = 32, style_dim = 64;
   double rope_theta = 10000.0;
   bool qk_rms_norm = true;
+  bool glyph_concat = false;  // x_embedder also sees the glyph line as extra channels
+
+  int64_t x_embed_channels() const { return in_channels + (glyph_concat ? glyph_channels : 0); }
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
   int64_t latent_height() const { return line_height / downscale; }
