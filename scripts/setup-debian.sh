@@ -20,6 +20,13 @@ PACKAGES=(
   libcpp-httplib-dev
 )
 
+# `--line-training`: also what tools/line_data.py, tools/train_line_model.py and tools/eval_cer.py
+# need from Debian (handwriting fonts, the Swedish word list, Tesseract with Swedish).
+if [ "${1:-}" = "--line-training" ]; then
+  PACKAGES+=(fonts-bwht fonts-joscelyn fonts-dancingscript fonts-humor-sans fonts-dkg-handwriting fonts-breip
+             fonts-femkeklaver fonts-klee fonts-kristi fonts-ecolier-court wswedish tesseract-ocr tesseract-ocr-swe)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/command.h"
+#include "core/memory_stats.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
@@ -116,18 +117,18 @@ int run(const Options& o) {
   if (o.json) {
     std::printf(
         "{\"bench\": \"quill_sd3_forward\", \"threads\": %d, \"runs\": %zu, \"median_s\": %.6f, \"min_s\": %.6f, "
-        "\"plan_build_s\": %.6f, \"load_s\": %.6f, \"arena_bytes\": %zu}\n",
+        "\"plan_build_s\": %.6f, \"load_s\": %.6f, \"arena_bytes\": %zu, \"peak_rss_bytes\": %llu}\n",
         pool.num_threads(), times.size(), times[times.size() / 2] / 1e3, times.front() / 1e3, plan_ms / 1e3,
-        load_ms / 1e3, plan.value()->arena_bytes);
+        load_ms / 1e3, plan.value()->arena_bytes, (unsigned long long)peak_rss_bytes());
     return kExitOk;
   }
   std::printf("model %s: %lld layers, dim %lld; bucket %s\n", o.model.c_str(), (long long)cfg.num_layers,
               (long long)cfg.inner_dim(), bucket.to_string().c_str());
   std::printf(
       "load %.1f ms, plan build (cold) %.1f ms, arena %.1f MiB, forward (warm) median %.1f ms over %zu run(s), threads "
-      "%d\n",
+      "%d, peak RSS %.1f MiB\n",
       load_ms, plan_ms, plan.value()->arena_bytes / (1024.0 * 1024.0), times[times.size() / 2], times.size(),
-      pool.num_threads());
+      pool.num_threads(), double(peak_rss_bytes()) / (1024.0 * 1024.0));
   std::printf("device: %s\n", device_line.c_str());
   std::printf("wrote %s (sample %s)\n", o.output.c_str(), sample.shape().to_string().c_str());
   if (o.diag) std::printf("ops:\n%s", engine.ops().stats().to_string().c_str());

@@ -18,6 +18,7 @@ struct Options {
   int steps = 20, threads = 0, max_batch = 8;
   float cfg = 2.0f, shift = 1.0f;
   uint64_t seed = 0;
+  bool no_style = false;
 };
 
 std::string default_model_dir() {
@@ -37,6 +38,13 @@ int run(const Options& o) {
     return report_error(
         not_found("no trained line model is installed yet (looked for models/quill-line/config.json); "
                   "pass --model DIR with a line model (config.json + model.safetensors)"));
+  // Without --style, the model's own default hand (<model>/style_reference.png) when it ships one.
+  std::string style = o.style;
+  if (!style.empty() && o.no_style) return report_error(invalid_argument("give at most one of --style and --no-style"));
+  if (style.empty() && !o.no_style) {
+    const std::string fallback = model + "/style_reference.png";
+    if (std::ifstream(fallback)) style = fallback;
+  }
   std::vector<std::string> texts;
   if (!o.text.empty()) {
     texts.push_back(o.text);
@@ -64,7 +72,7 @@ int run(const Options& o) {
   lo.overflow = o.overflow == "clamp" ? OverflowPolicy::kClamp : OverflowPolicy::kError;
   LineTimings t;
   Progress progress("lines", int(texts.size()), "lines");
-  auto lines = (*pipe)->generate(texts, o.style, lo, o.max_batch, &t, [&](int d, int) { progress.update(d); });
+  auto lines = (*pipe)->generate(texts, style, lo, o.max_batch, &t, [&](int d, int) { progress.update(d); });
   progress.finish();
   if (!lines) return report_error(lines.status());
   for (size_t i = 0; i < lines->size(); ++i) {
@@ -83,6 +91,7 @@ int run(const Options& o) {
     if (lines->size() == 1)
       std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
   }
+  std::printf("model %s, style %s\n", model.c_str(), style.empty() ? "none (unconditional)" : style.c_str());
   const auto ps = (*pipe)->engine().plan_stats();
   std::printf(
       "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
@@ -96,7 +105,10 @@ Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--text", o->text, "the line to write (UTF-8)");
   sub.add_option("--batch-file", o->batch_file, "a file with one line per row; outputs get _NNNN suffixes");
-  sub.add_option("--style", o->style, "style reference image (PNG or JPEG) of the hand to imitate");
+  sub.add_option("--style", o->style,
+                 "style reference image (PNG or JPEG) of the hand to imitate (default: the model's "
+                 "style_reference.png, if it has one)");
+  sub.add_flag("--no-style", o->no_style, "no style reference: the model's unconditional hand");
   sub.add_option("--model", o->model, "line model folder (default: the embedded models/quill-line)");
   sub.add_option("--font", o->font,
                  "font for the glyph line (default: DejaVu Sans); must match the model's training font");

@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #if defined(QUILL_HAVE_DNNL)
 #include <dnnl.hpp>
@@ -14,10 +16,25 @@ namespace quill::quant {
 #if defined(QUILL_HAVE_DNNL)
 namespace {
 
+using dnnl::memory;
+
+struct Prim {
+  dnnl::matmul mm;
+  memory::desc weights;  // the layout this primitive wants its weights in
+};
+
+struct Reordered {
+  const uint16_t* src;
+  int64_t N, K;
+  memory::desc desc;
+  memory mem;
+};
+
 struct Cache {
   std::mutex mu;
   std::unique_ptr<dnnl::engine> eng;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, dnnl::matmul> prims;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, bool>, Prim> prims;
+  std::vector<Reordered> weights;
 };
 
 Cache& cache() {
@@ -25,33 +42,57 @@ Cache& cache() {
   return c;
 }
 
+const memory& reordered_weights(Cache& c, const uint16_t* w, int64_t N, int64_t K, const memory::desc& want) {
+  for (const Reordered& r : c.weights)
+    if (r.src == w && r.N == N && r.K == K && r.desc == want) return r.mem;
+  const memory::desc plain({K, N}, memory::data_type::bf16, memory::dims{1, K});  // W [N, K] read as W^T
+  memory src(plain, *c.eng, const_cast<uint16_t*>(w)), dst(want, *c.eng);
+  dnnl::stream st(*c.eng);
+  dnnl::reorder(src, dst).execute(st, src, dst);
+  st.wait();
+  c.weights.push_back({w, N, K, want, dst});
+  return c.weights.back().mem;
+}
+
 }  // namespace
 
 bool onednn_bf16_available() { return true; }
 
+void onednn_bf16_clear_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.weights.clear();
+}
+
 Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w, int64_t N,
-                          float* y) {
+                          const float* bias, float* y) {
   using namespace dnnl;
   try {
     Cache& c = cache();
     std::lock_guard<std::mutex> lock(c.mu);
     if (!c.eng) c.eng = std::make_unique<engine>(engine::kind::cpu, 0);
     const memory::desc a_md({M, K}, memory::data_type::bf16, memory::dims{lda, 1});
-    const memory::desc b_md({K, N}, memory::data_type::bf16, memory::dims{1, K});  // W [N, K] read as W^T
     const memory::desc c_md({M, N}, memory::data_type::f32, memory::dims{N, 1});
-    auto key = std::make_tuple(M, K, N, lda);
+    const memory::desc bias_md({1, N}, memory::data_type::f32, memory::dims{N, 1});
+    auto key = std::make_tuple(M, K, N, lda, bias != nullptr);
     auto it = c.prims.find(key);
     if (it == c.prims.end()) {
+      const memory::desc b_any({K, N}, memory::data_type::bf16, memory::format_tag::any);
 #if DNNL_VERSION_MAJOR >= 3
-      matmul mm(matmul::primitive_desc(*c.eng, a_md, b_md, c_md));
+      matmul::primitive_desc pd = bias ? matmul::primitive_desc(*c.eng, a_md, b_any, bias_md, c_md)
+                                       : matmul::primitive_desc(*c.eng, a_md, b_any, c_md);
 #else
-      matmul mm(matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), *c.eng));
+      matmul::primitive_desc pd = bias ? matmul::primitive_desc(matmul::desc(a_md, b_any, bias_md, c_md), *c.eng)
+                                       : matmul::primitive_desc(matmul::desc(a_md, b_any, c_md), *c.eng);
 #endif
-      it = c.prims.emplace(key, mm).first;
+      it = c.prims.emplace(key, Prim{matmul(pd), pd.weights_desc()}).first;
     }
-    memory am(a_md, *c.eng, const_cast<uint16_t*>(a)), bm(b_md, *c.eng, const_cast<uint16_t*>(w)), cm(c_md, *c.eng, y);
+    const memory& wm = reordered_weights(c, w, N, K, it->second.weights);
+    memory am(a_md, *c.eng, const_cast<uint16_t*>(a)), cm(c_md, *c.eng, y);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, cm}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, *c.eng, const_cast<float*>(bias)));
     stream st(*c.eng);
-    it->second.execute(st, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    it->second.mm.execute(st, args);
     st.wait();
   } catch (const dnnl::error& e) {
     return internal_error("oneDNN bf16 matmul failed: ", e.what());
@@ -60,7 +101,8 @@ Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, 
 }
 #else
 bool onednn_bf16_available() { return false; }
-Status onednn_bf16_matmul(const uint16_t*, int64_t, int64_t, int64_t, const uint16_t*, int64_t, float*) {
+void onednn_bf16_clear_cache() {}
+Status onednn_bf16_matmul(const uint16_t*, int64_t, int64_t, int64_t, const uint16_t*, int64_t, const float*, float*) {
   return unsupported("built without oneDNN");
 }
 #endif

@@ -67,5 +67,11 @@ void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 }
+// AMX tiles (tq2_0_g128 A8 only); available() = CPU + OS permission + QUILL_AMX not 0.
+namespace amx {
+bool available();
+void set_override(int enabled);  // tests: 1 force on (if the CPU has it), 0 off, -1 back to QUILL_AMX
+const KernelSet* kernels(DType dtype, PanelKind kind);
+}  // namespace amx
 
 }  // namespace quill::quant::detail

@@ -39,6 +39,8 @@ int64_t group_of(DType dtype) { return dtype == DType::kQ8_0 ? kQ8BlockSize : kT
 
 const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
 #if defined(__x86_64__)
+  if (cpu_isa() == CpuIsa::kAvx512 && kind == PanelKind::kI8 && detail::amx::available())
+    if (const KernelSet* ks = detail::amx::kernels(dtype, kind)) return ks;
   if (cpu_isa() == CpuIsa::kAvx512) return detail::avx512::kernels(dtype, kind);
   if (cpu_isa() == CpuIsa::kAvx2) return detail::avx2::kernels(dtype, kind);
 #endif
@@ -297,7 +299,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, kQuantMChunk);
   uint8_t* act = base;
   uint8_t* work = base + act_bytes(kind, chunk, K);
-  const int64_t lda = kind == PanelKind::kF32 ? K : act_stride(kind, K);
+  // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel. It
+  // wants dense activation rows (a padded stride sends oneDNN 2.x to a slower non-AMX kernel).
+  const bool use_onednn = kind == PanelKind::kBf16 && ks && avx512 && onednn_bf16_available();
+  const int64_t lda = kind == PanelKind::kF32 || use_onednn ? K : act_stride(kind, K);
   auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
   for (int64_t m0 = 0; m0 < M; m0 += chunk) {
     const int64_t rows = std::min(chunk, M - m0);
@@ -322,13 +327,9 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       });
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
-    // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel.
-    if (kind == PanelKind::kBf16 && ks && avx512 && onednn_bf16_available()) {
+    if (use_onednn) {
       QUILL_RETURN_IF_ERROR(onednn_bf16_matmul(static_cast<const uint16_t*>(a), rows, K, lda,
-                                               static_cast<const uint16_t*>(W.data()), w.N, yc));
-      if (bias)
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t n = 0; n < w.N; ++n) yc[r * w.N + n] += bias[n];
+                                               static_cast<const uint16_t*>(W.data()), w.N, bias, yc));
       continue;
     }
     if (ks)

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "../backend/op_test_util.h"
 #include "quant/formats.h"
+#include "quant/quant_kernels.h"
 
 namespace quill::quant {
 namespace {
@@ -117,6 +119,33 @@ TEST(QuantLinear, EveryIsaMatchesTheReference) {
   for (int64_t M : {1, 7, 8, 9, 100})
     for (int64_t K : {128, 384})
       for (int64_t N : {1, 17, 64}) check_shape(pool, M, K, N);
+}
+
+// The AMX tile kernel (tq2_0_g128 A8) against the AVX-512 VNNI one on the same sub-panels: the
+// group sums are exact integers in both, scaled and accumulated in the same order -> same bits.
+TEST(QuantLinear, AmxMatchesVnniBitForBit) {
+  if (!cpu_features().amx_int8 || cpu_hardware_isa() != CpuIsa::kAvx512) GTEST_SKIP() << "no AMX-INT8 here";
+  detail::amx::set_override(1);
+  if (!detail::amx::available()) {
+    detail::amx::set_override(-1);
+    GTEST_SKIP() << "the OS did not grant AMX tile state";
+  }
+  ThreadPool pool(2);
+  for (int64_t M : {1, 15, 16, 17, 100, 600})
+    for (int64_t K : {128, 1152})
+      for (int64_t N : {1, 33, 96}) {
+        const std::vector<float> x = random_normal(size_t(M * K), uint32_t(M + K + N));
+        const std::vector<float> bias = random_normal(size_t(N), 3);
+        const Weight w = make_weight(DType::kTQ2_0_G128, N, K, uint32_t(K + N));
+        detail::amx::set_override(1);
+        const std::vector<float> amx = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kA8, pool);
+        detail::amx::set_override(0);
+        const std::vector<float> vnni = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kA8, pool);
+        ASSERT_EQ(amx.size(), vnni.size());
+        EXPECT_EQ(std::memcmp(amx.data(), vnni.data(), amx.size() * sizeof(float)), 0)
+            << "M=" << M << " K=" << K << " N=" << N << " rel " << rel_err(amx, vnni);
+      }
+  detail::amx::set_override(-1);
 }
 
 TEST(QuantLinear, LargeCase) {
