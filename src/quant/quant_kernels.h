@@ -16,7 +16,8 @@
 
 namespace quill::quant::detail {
 
-enum class PanelKind { kF32, kBf16, kI8 };
+// kBf16x3 (AMX exact mode): x as three bf16 planes hi/mid/lo with hi + mid + lo == x.
+enum class PanelKind { kF32, kBf16, kI8, kBf16x3 };
 
 struct WeightView {
   DType dtype;
@@ -31,6 +32,7 @@ struct TileArgs {
   int64_t lda;
   const float* act_scale;  // kI8: per-row scale, indexed by absolute row m
   int64_t m0, mr;          // rows [m0, m0 + mr) (absolute, relative to act/act_scale base)
+  int64_t act_rows;        // kBf16x3: rows per plane (planes are act_rows * lda elements apart)
   const uint8_t* panel;    // the sub-panel (whole K)
   int64_t K, k0, kc;       // k block [k0, k0 + kc)
   float* y;                // output rows base (row m at y + m * ldy)
@@ -67,11 +69,15 @@ void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 }
-// AMX tiles (tq2_0_g128 A8 only); available() = CPU + OS permission + QUILL_AMX not 0.
+// AMX tiles for tq2_0_g128: A8 (int8) and exact (bf16x3); available() = CPU + OS permission +
+// QUILL_AMX not 0.
 namespace amx {
 bool available();
+bool available_exact();          // also AMX-BF16
 void set_override(int enabled);  // tests: 1 force on (if the CPU has it), 0 off, -1 back to QUILL_AMX
 const KernelSet* kernels(DType dtype, PanelKind kind);
+const KernelSet* exact_kernels(DType dtype);
+void prep_bf16x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int64_t plane, uint16_t* out);
 }  // namespace amx
 
 }  // namespace quill::quant::detail

@@ -390,6 +390,8 @@ const KernelSet* kernels(DType dtype, PanelKind kind) {
       if (dtype == DType::kTQ2_0_G128) return &kI8Tq2;
       if (dtype == DType::kQ8_0) return &kI8Q8;
       return nullptr;
+    case PanelKind::kBf16x3:
+      return nullptr;  // AMX only (quant_kernels_amx.cpp)
   }
   return nullptr;
 }

@@ -28,6 +28,11 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 constexpr int64_t kSubPanels = 4;
 
 PanelKind activation_kind(DType dtype, QuantMode mode) {
+#if defined(__x86_64__)
+  if (mode == QuantMode::kExact && dtype == DType::kTQ2_0_G128 && cpu_isa() == CpuIsa::kAvx512 &&
+      detail::amx::available_exact())
+    return PanelKind::kBf16x3;
+#endif
   if (mode == QuantMode::kA8) {
     if (dtype == DType::kTQ2_0_G128 || dtype == DType::kQ8_0) return PanelKind::kI8;
     if (dtype == DType::kBF16) return PanelKind::kBf16;
@@ -39,6 +44,7 @@ int64_t group_of(DType dtype) { return dtype == DType::kQ8_0 ? kQ8BlockSize : kT
 
 const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
 #if defined(__x86_64__)
+  if (kind == PanelKind::kBf16x3) return detail::amx::exact_kernels(dtype);
   if (cpu_isa() == CpuIsa::kAvx512 && kind == PanelKind::kI8 && detail::amx::available())
     if (const KernelSet* ks = detail::amx::kernels(dtype, kind)) return ks;
   if (cpu_isa() == CpuIsa::kAvx512) return detail::avx512::kernels(dtype, kind);
@@ -49,7 +55,9 @@ const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
 
 // Row stride (elements) of prepared activations: padded by a cache line so the micro-kernel's
 // rows do not all fall into the same L1 sets when K is a multiple of 4 KiB / element size.
-int64_t act_stride(PanelKind kind, int64_t K) { return kind == PanelKind::kBf16 ? K + 32 : K + 64; }
+int64_t act_stride(PanelKind kind, int64_t K) {
+  return kind == PanelKind::kBf16 || kind == PanelKind::kBf16x3 ? K + 32 : K + 64;
+}
 
 size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
   switch (kind) {
@@ -59,6 +67,8 @@ size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
       return align_up(size_t(rows * act_stride(kind, K)) * 2);
     case PanelKind::kI8:
       return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
+    case PanelKind::kBf16x3:
+      return align_up(size_t(3 * rows * act_stride(kind, K)) * 2);
   }
   return 0;
 }
@@ -176,8 +186,8 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
 
 // ---- panel driver ----
 
-void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, const float* act_scale,
-                  int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, int64_t act_rows,
+                  const float* act_scale, int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
   const int64_t N = w.N, K = w.K;
   const size_t sub_bytes = align_up(ks.panel_bytes(K, ks.group));
   const int64_t nr = ks.nr;
@@ -204,6 +214,7 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
         TileArgs a{};
         a.act = act;
         a.lda = lda;
+        a.act_rows = act_rows;
         a.act_scale = act_scale;
         a.K = K;
         a.k0 = k0;
@@ -256,6 +267,8 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
       return size_t(K) * size_t(nr) * 2;
     case PanelKind::kI8:
       return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4 + size_t(nr) * 4;
+    case PanelKind::kBf16x3:
+      return size_t(K) * size_t(nr) * 2 + size_t(K / group) * size_t(nr) * 4;
   }
   return 0;
 }
@@ -311,7 +324,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
     if (kind != PanelKind::kF32) {
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          if (kind == PanelKind::kI8) {
+          if (kind == PanelKind::kBf16x3) {
+            detail::amx::prep_bf16x3_rows(xc + r * K, 1, K, lda, chunk * lda,
+                                          reinterpret_cast<uint16_t*>(act) + r * lda);
+          } else if (kind == PanelKind::kI8) {
             if (ks && avx512)
               detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
             else
@@ -333,7 +349,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       continue;
     }
     if (ks)
-      panel_linear(*ks, w, a, lda, act_scale, rows, bias, yc, work, pool);
+      panel_linear(*ks, w, a, lda, chunk, act_scale, rows, bias, yc, work, pool);
     else
       reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
   }

@@ -121,8 +121,9 @@ TEST(QuantLinear, EveryIsaMatchesTheReference) {
       for (int64_t N : {1, 17, 64}) check_shape(pool, M, K, N);
 }
 
-// The AMX tile kernel (tq2_0_g128 A8) against the AVX-512 VNNI one on the same sub-panels: the
-// group sums are exact integers in both, scaled and accumulated in the same order -> same bits.
+// The AMX tile kernels for tq2_0_g128. A8 against the AVX-512 VNNI kernel on the same sub-panels:
+// the group sums are exact integers in both, scaled and accumulated in the same order -> same
+// bits. Exact (bf16x3 split) against the f32 FMA kernel and an f64 reference.
 TEST(QuantLinear, AmxMatchesVnniBitForBit) {
   if (!cpu_features().amx_int8 || cpu_hardware_isa() != CpuIsa::kAvx512) GTEST_SKIP() << "no AMX-INT8 here";
   detail::amx::set_override(1);
@@ -144,6 +145,16 @@ TEST(QuantLinear, AmxMatchesVnniBitForBit) {
         ASSERT_EQ(amx.size(), vnni.size());
         EXPECT_EQ(std::memcmp(amx.data(), vnni.data(), amx.size() * sizeof(float)), 0)
             << "M=" << M << " K=" << K << " N=" << N << " rel " << rel_err(amx, vnni);
+        // Exact mode: bf16x3 activation split on AMX-BF16 vs the f32 FMA kernel; only the
+        // summation order differs.
+        if (!cpu_features().amx_bf16) continue;
+        detail::amx::set_override(1);
+        const std::vector<float> amx_exact = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kExact, pool);
+        detail::amx::set_override(0);
+        const std::vector<float> fma_exact = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kExact, pool);
+        const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
+        EXPECT_LE(rel_err(amx_exact, fma_exact), 2e-6) << "exact M=" << M << " K=" << K << " N=" << N;
+        EXPECT_LE(rel_err(amx_exact, ref), 2e-6) << "exact vs f64 M=" << M << " K=" << K << " N=" << N;
       }
   detail::amx::set_override(-1);
 }
