@@ -5,7 +5,8 @@ Objective (must match Quill's sampler, src/pipeline/line_sampler.cpp):
     glyph = 1 - 2 * gray / 255, ink = +1                (glyphs_to_model_input)
     x_t   = (1 - sigma) x0 + sigma eps, eps ~ N(0, 1)
     model(x_t, glyph, style, t = 1000 sigma) ~ v = eps - x0
-Sigma is drawn logit-normal (SD3). The style embedding is the pooled output of a small
+Sigma is drawn logit-normal (SD3), with a share (--sigma-uniform) drawn uniformly so that sigma
+near 1, where sampling starts, is trained too. The style embedding is the pooled output of a small
 Dinov2Model (transformers) over the style reference, trained jointly; with probability
 --style-dropout it is replaced by zeros, the unconditional input Quill's CFG uses. EMA weights
 are exported. Resumable: --resume continues from <run>/checkpoint.pt.
@@ -22,6 +23,7 @@ import glob
 import json
 import math
 import os
+import signal
 import sys
 import time
 from dataclasses import asdict
@@ -154,6 +156,9 @@ def train(a) -> None:
     print(f"data: {len(data)} lines; line model {nparams / 1e6:.2f} M params, style encoder {nstyle / 1e6:.2f} M; "
           f"preset {json.dumps(preset)}", flush=True)
     bsz = preset["batch"]
+    stop = []  # SIGTERM / SIGINT: finish the step, save, exit
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     t0 = time.time()
     last_save = t0
     loss_avg = None
@@ -161,7 +166,7 @@ def train(a) -> None:
         elapsed = elapsed_before + time.time() - t0
         if a.minutes and elapsed >= a.minutes * 60:
             break
-        if a.steps and step >= a.steps:
+        if (a.steps and step >= a.steps) or stop:
             break
         # Linear warm-up then cosine to 10% over the planned budget.
         frac = min(1.0, elapsed / (a.minutes * 60)) if a.minutes else min(1.0, step / max(1, a.steps))
@@ -170,7 +175,11 @@ def train(a) -> None:
             gp["lr"] = lr
         x0, glyph, style = (u.to(device) for u in data.batch(rng, bsz))
         b = x0.shape[0]
+        # Logit-normal concentrates on mid noise; a share drawn uniformly keeps sigma near 1 (where
+        # sampling starts, t = 1000) trained too -- without it the first steps return noise.
         sigma = torch.sigmoid(torch.randn(b, device=device))
+        uniform = torch.rand(b, device=device) < a.sigma_uniform
+        sigma = torch.where(uniform, torch.rand(b, device=device), sigma)
         eps = torch.randn_like(x0)
         xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
         drop = torch.rand(b, device=device) < a.style_dropout
@@ -235,6 +244,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--style-dropout", type=float, default=0.15)
+    ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
