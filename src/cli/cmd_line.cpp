@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "core/memory_stats.h"
@@ -17,6 +19,7 @@ struct Options {
   std::string text, style, model, font, output, batch_file, overflow = "error";
   int steps = 20, threads = 0, max_batch = 8;
   float cfg = 2.0f, shift = 1.0f;
+  float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
   uint64_t seed = 0;
   bool no_style = false;
 };
@@ -68,6 +71,23 @@ int run(const Options& o) {
   lo.steps = o.steps;
   lo.guidance_scale = o.cfg;
   lo.shift = o.shift;
+  lo.start_sigma = o.start_sigma;
+  if (lo.start_sigma < 0.0f) {
+    // A model may recommend where to start sampling (models/quill-line/sampler.json).
+    lo.start_sigma = 1.0f;
+    std::ifstream f(model + "/sampler.json");
+    if (f) {
+      const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded() || !j.is_object())
+        return report_error(invalid_file("not a JSON object").with_file(model + "/sampler.json"));
+      if (auto it = j.find("start_sigma"); it != j.end()) {
+        if (!it->is_number() || !(it->get<double>() > 0.0 && it->get<double>() <= 1.0))
+          return report_error(
+              invalid_file("start_sigma must be a number in (0, 1]").with_file(model + "/sampler.json"));
+        lo.start_sigma = it->get<float>();
+      }
+    }
+  }
   lo.seed = o.seed;
   lo.overflow = o.overflow == "clamp" ? OverflowPolicy::kClamp : OverflowPolicy::kError;
   LineTimings t;
@@ -91,7 +111,8 @@ int run(const Options& o) {
     if (lines->size() == 1)
       std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
   }
-  std::printf("model %s, style %s\n", model.c_str(), style.empty() ? "none (unconditional)" : style.c_str());
+  std::printf("model %s, style %s, start sigma %.2f\n", model.c_str(),
+              style.empty() ? "none (unconditional)" : style.c_str(), lo.start_sigma);
   const auto ps = (*pipe)->engine().plan_stats();
   std::printf(
       "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
@@ -116,6 +137,10 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--cfg", o->cfg, "style guidance scale (<= 1: off); run as one 2x batch")
       ->check(CLI::Range(0.0, 50.0));
   sub.add_option("--shift", o->shift, "flow-matching shift")->check(CLI::Range(0.01, 100.0));
+  sub.add_option("--start-sigma", o->start_sigma,
+                 "1: sample from pure noise; < 1: start from the glyph line noised to this sigma (default: the "
+                 "model's sampler.json, else 1)")
+      ->check(CLI::Range(0.01, 1.0));
   sub.add_option("--seed", o->seed, "noise seed");
   sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")
       ->check(CLI::IsMember({"error", "clamp"}));

@@ -81,6 +81,7 @@ Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::str
       r.guidance_scale = s.empty() ? 1.0f : o.guidance_scale;  // without a style there is nothing to guide
       r.steps = o.steps;
       r.shift = o.shift;
+      r.start_sigma = o.start_sigma;
       r.seed = o.seed + start * 7919 + uint64_t(width);
       std::vector<float> x;
       QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x));

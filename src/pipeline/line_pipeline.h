@@ -26,6 +26,7 @@ struct LineOptions {
   int steps = 20;
   float guidance_scale = 2.0f;
   float shift = 1.0f;
+  float start_sigma = 1.0f;  // < 1: start from the noised glyph line (LineSampleRequest::start_sigma)
   uint64_t seed = 0;
   OverflowPolicy overflow = OverflowPolicy::kError;
 };

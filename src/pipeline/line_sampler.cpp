@@ -7,11 +7,12 @@
 
 namespace quill {
 
-void line_sigma_schedule(int steps, float shift, std::vector<float>* sigmas, std::vector<float>* timesteps) {
+void line_sigma_schedule(int steps, float shift, std::vector<float>* sigmas, std::vector<float>* timesteps,
+                         float start) {
   sigmas->clear();
   timesteps->clear();
   for (int i = 0; i <= steps; ++i) {
-    const float s = 1.0f - float(i) / float(steps);
+    const float s = start * (1.0f - float(i) / float(steps));
     const float shifted = shift * s / (1.0f + (shift - 1.0f) * s);
     sigmas->push_back(shifted);
     if (i < steps) timesteps->push_back(shifted * 1000.0f);
@@ -43,6 +44,11 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
   const int64_t B = r.batch, Hl = cfg.latent_height(), W = r.latent_w;
   if (r.steps <= 0 || r.steps > 1000) return invalid_argument("steps must be in [1, 1000], got ", r.steps);
   if (!(r.shift > 0.0f)) return invalid_argument("shift must be positive, got ", r.shift);
+  if (!(r.start_sigma > 0.0f && r.start_sigma <= 1.0f))
+    return invalid_argument("start sigma must be in (0, 1], got ", r.start_sigma);
+  if (r.start_sigma < 1.0f && cfg.in_channels != cfg.glyph_channels)
+    return unsupported("starting from the glyph line needs in_channels == glyph_channels (model has ", cfg.in_channels,
+                       " and ", cfg.glyph_channels, ")");
   if (!r.glyphs) return invalid_argument("glyph line is required");
   const bool guided = r.guidance_scale > 1.0f;
   const int64_t MB = guided ? 2 * B : B;
@@ -59,9 +65,14 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
   loop.batch = B;
   loop.per_sample = cfg.in_channels * Hl * W;
   loop.guidance_scale = r.guidance_scale;
-  line_sigma_schedule(r.steps, r.shift, &loop.sigmas, &loop.timesteps);
+  line_sigma_schedule(r.steps, r.shift, &loop.sigmas, &loop.timesteps, r.start_sigma);
   out->assign(static_cast<size_t>(B * loop.per_sample), 0.0f);
   fill_normal(r.seed, out->data(), int64_t(out->size()));
+  if (r.start_sigma < 1.0f) {
+    const float s = loop.sigmas.front();
+    for (int64_t i = 0; i < B * loop.per_sample; ++i)
+      (*out)[size_t(i)] = s * (*out)[size_t(i)] - (1.0f - s) * r.glyphs[i];
+  }
   const LineBucket bucket{MB, W};
   return run_flow_loop(
       loop, *out,

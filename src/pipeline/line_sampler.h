@@ -12,10 +12,12 @@
 
 namespace quill {
 
-// The sigma schedule Quill's line model is trained for: N+1 values sigma_i = shift(1 - i/N),
+// The sigma schedule Quill's line model is trained for: N+1 values sigma_i = shift(start (1 - i/N)),
 // shift(s) = k s / (1 + (k - 1) s) (static shift k, as FlowMatchEulerDiscreteScheduler), last 0;
-// model timesteps are sigma * 1000.
-void line_sigma_schedule(int steps, float shift, std::vector<float>* sigmas, std::vector<float>* timesteps);
+// model timesteps are sigma * 1000. start = 1 samples from pure noise; start < 1 begins from the
+// glyph line itself noised to sigma = shift(start) (SDEdit; see LineSampleRequest::start_sigma).
+void line_sigma_schedule(int steps, float shift, std::vector<float>* sigmas, std::vector<float>* timesteps,
+                         float start = 1.0f);
 
 // Glyph pixels (gray 8-bit, 255 = paper) -> model input in [-1, 1] with ink = +1, averaged over
 // downscale x downscale cells to latent resolution. out: [H/downscale, W/downscale].
@@ -32,6 +34,10 @@ struct LineSampleRequest {
   int steps = 20;
   float shift = 1.0f;
   uint64_t seed = 0;
+  // 1: start from pure noise. < 1: start from x = s eps + (1 - s) g, s = shift(start_sigma), where g
+  // is the glyph line in output space (ink -1, paper +1): the sampler then only has to turn the
+  // plain glyphs into the hand (needs in_channels == glyph_channels).
+  float start_sigma = 1.0f;
 };
 
 // Returns the sampled line [B, Cout, Hl, Wl] in the model's output space.

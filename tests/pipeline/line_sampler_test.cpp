@@ -1,0 +1,68 @@
+// The line sampler's schedule and its start-from-the-glyph-line mode (SDEdit), on the random test
+// line model: schedule values, that start_sigma < 1 really starts from the glyphs, and errors.
+#include "pipeline/line_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/line_engine.h"
+#include "support/test_util.h"
+
+namespace quill {
+namespace {
+
+TEST(LineSampler, ScheduleFromPureNoiseAndFromAStartSigma) {
+  std::vector<float> s, t;
+  line_sigma_schedule(4, 1.0f, &s, &t);
+  ASSERT_EQ(s.size(), 5u);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_FLOAT_EQ(s[0], 1.0f);
+  EXPECT_FLOAT_EQ(s[2], 0.5f);
+  EXPECT_EQ(s[4], 0.0f);
+  EXPECT_FLOAT_EQ(t[1], 750.0f);
+  line_sigma_schedule(4, 1.0f, &s, &t, 0.6f);
+  EXPECT_FLOAT_EQ(s[0], 0.6f);
+  EXPECT_FLOAT_EQ(s[2], 0.3f);
+  EXPECT_EQ(s[4], 0.0f);
+  // shift 3 applies to the started schedule: shift(0.6) = 1.8 / 2.2.
+  line_sigma_schedule(4, 3.0f, &s, &t, 0.6f);
+  EXPECT_NEAR(s[0], 1.8f / 2.2f, 1e-6f);
+}
+
+TEST(LineSampler, StartSigmaBeginsFromTheGlyphLine) {
+  ThreadPool pool(2);
+  auto engine = open_line_engine(test::fixture("line/model"), pool);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto& cfg = (*engine)->model().config();
+  const int64_t H = cfg.latent_height(), W = 32;
+  std::vector<float> glyphs(size_t(H * W), -1.0f);
+  for (int64_t y = 4; y < 12; ++y)
+    for (int64_t x = 8; x < 20; ++x) glyphs[size_t(y * W + x)] = 1.0f;  // an inked box
+  LineSampleRequest r;
+  r.latent_w = W;
+  r.glyphs = glyphs.data();
+  r.steps = 1;
+  r.seed = 5;
+  // One step from sigma s to 0: x0 = x_s - s v; with start_sigma -> tiny, x_s ~ -glyphs.
+  r.start_sigma = 0.01f;
+  std::vector<float> out;
+  ASSERT_TRUE(line_sample(**engine, r, &out).is_ok());
+  double err = 0;
+  for (size_t i = 0; i < out.size(); ++i) err = std::max(err, std::fabs(double(out[i]) + glyphs[i]));
+  EXPECT_LT(err, 0.2);  // ink -> -1, paper -> +1 up to 1% of a random model's velocity
+  r.start_sigma = 1.0f;
+  std::vector<float> noise_start;
+  ASSERT_TRUE(line_sample(**engine, r, &noise_start).is_ok());
+  EXPECT_GT(test::rel_l2(noise_start, out), 0.5);
+
+  for (float bad : {0.0f, -0.5f, 1.5f, NAN}) {
+    r.start_sigma = bad;
+    Status st = line_sample(**engine, r, &out);
+    ASSERT_FALSE(st.is_ok()) << bad;
+    EXPECT_NE(st.to_string().find("start sigma must be in (0, 1]"), std::string::npos) << st.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace quill
