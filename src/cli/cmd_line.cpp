@@ -17,8 +17,8 @@ namespace {
 
 struct Options {
   std::string text, style, model, font, output, batch_file, overflow = "error";
-  int steps = 20, threads = 0, max_batch = 8;
-  float cfg = 2.0f, shift = 1.0f;
+  int steps = 0, threads = 0, max_batch = 8;  // steps/cfg/shift/start_sigma unset: the model's sampler.json
+  float cfg = -1.0f, shift = 0.0f;
   float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
   uint64_t seed = 0;
   bool no_style = false;
@@ -67,27 +67,13 @@ int run(const Options& o) {
   if (*enc) (*pipe)->set_style_encoder(std::move(enc.value()));
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  LineOptions lo;
-  lo.steps = o.steps;
-  lo.guidance_scale = o.cfg;
-  lo.shift = o.shift;
-  lo.start_sigma = o.start_sigma;
-  if (lo.start_sigma < 0.0f) {
-    // A model may recommend where to start sampling (models/quill-line/sampler.json).
-    lo.start_sigma = 1.0f;
-    std::ifstream f(model + "/sampler.json");
-    if (f) {
-      const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded() || !j.is_object())
-        return report_error(invalid_file("not a JSON object").with_file(model + "/sampler.json"));
-      if (auto it = j.find("start_sigma"); it != j.end()) {
-        if (!it->is_number() || !(it->get<double>() > 0.0 && it->get<double>() <= 1.0))
-          return report_error(
-              invalid_file("start_sigma must be a number in (0, 1]").with_file(model + "/sampler.json"));
-        lo.start_sigma = it->get<float>();
-      }
-    }
-  }
+  auto defaults = line_options_for_model(model);
+  if (!defaults) return report_error(defaults.status());
+  LineOptions lo = *defaults;
+  if (o.steps > 0) lo.steps = o.steps;
+  if (o.cfg >= 0.0f) lo.guidance_scale = o.cfg;
+  if (o.shift > 0.0f) lo.shift = o.shift;
+  if (o.start_sigma > 0.0f) lo.start_sigma = o.start_sigma;
   lo.seed = o.seed;
   lo.overflow = o.overflow == "clamp" ? OverflowPolicy::kClamp : OverflowPolicy::kError;
   LineTimings t;
@@ -117,7 +103,7 @@ int run(const Options& o) {
   std::printf(
       "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
       "plan builds %llu, plan reuses %llu); peak RSS %.1f MiB\n",
-      load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), o.steps,
+      load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), lo.steps,
       (unsigned long long)ps.builds, (unsigned long long)ps.hits, double(peak_rss_bytes()) / (1024.0 * 1024.0));
   return kExitOk;
 }
@@ -133,10 +119,13 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--model", o->model, "line model folder (default: the embedded models/quill-line)");
   sub.add_option("--font", o->font,
                  "font for the glyph line (default: DejaVu Sans); must match the model's training font");
-  sub.add_option("--steps", o->steps, "sampling steps")->check(CLI::Range(1, 1000));
-  sub.add_option("--cfg", o->cfg, "style guidance scale (<= 1: off); run as one 2x batch")
+  sub.add_option("--steps", o->steps, "sampling steps (default: the model's sampler.json, else 20)")
+      ->check(CLI::Range(1, 1000));
+  sub.add_option("--cfg", o->cfg,
+                 "style guidance scale (<= 1: off; run as one 2x batch; default: sampler.json, else 2)")
       ->check(CLI::Range(0.0, 50.0));
-  sub.add_option("--shift", o->shift, "flow-matching shift")->check(CLI::Range(0.01, 100.0));
+  sub.add_option("--shift", o->shift, "flow-matching shift (default: sampler.json, else 1)")
+      ->check(CLI::Range(0.01, 100.0));
   sub.add_option("--start-sigma", o->start_sigma,
                  "1: sample from pure noise; < 1: start from the glyph line noised to this sigma (default: the "
                  "model's sampler.json, else 1)")

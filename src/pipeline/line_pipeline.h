@@ -43,6 +43,11 @@ struct LineTimings {
   int lines = 0;
 };
 
+// The sampling defaults a model folder recommends in its sampler.json ({"start_sigma": s,
+// "guidance_scale": g, "steps": n, "shift": k}, every key optional), over LineOptions' defaults.
+// No file: the defaults. A malformed file or an out-of-range value: an error naming the file.
+Result<LineOptions> line_options_for_model(const std::string& model_dir);
+
 class LinePipeline {
  public:
   // `model_dir`: config.json + model.safetensors of the line model (+ style_encoder/ optional).

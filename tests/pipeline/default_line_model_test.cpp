@@ -61,7 +61,10 @@ Written write_line(const std::string& model_dir, ThreadPool& pool) {
   auto enc = Dinov2StyleEncoder::open_if_present(model_dir, pool);
   EXPECT_TRUE(enc.is_ok()) << enc.status().to_string();
   if (enc.is_ok() && *enc) (*p)->set_style_encoder(std::move(enc.value()));
-  LineOptions o;  // 20 steps, CFG 2, seed 0: `quill line`'s defaults
+  auto opts = line_options_for_model(model_dir);  // `quill line`'s defaults (sampler.json), seed 0
+  EXPECT_TRUE(opts.is_ok()) << opts.status().to_string();
+  if (!opts.is_ok()) return {};
+  const LineOptions o = *opts;
   const std::string style = std::ifstream(model_dir + "/style_reference.png") ? model_dir + "/style_reference.png" : "";
   auto lines = (*p)->generate({kKongl}, style, o);
   EXPECT_TRUE(lines.is_ok()) << lines.status().to_string();

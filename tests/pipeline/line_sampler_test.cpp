@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "pipeline/line_pipeline.h"
 #include "runtime/line_engine.h"
 #include "support/test_util.h"
 
@@ -62,6 +65,35 @@ TEST(LineSampler, StartSigmaBeginsFromTheGlyphLine) {
     ASSERT_FALSE(st.is_ok()) << bad;
     EXPECT_NE(st.to_string().find("start sigma must be in (0, 1]"), std::string::npos) << st.to_string();
   }
+}
+
+TEST(LineSampler, ModelSamplerJsonDefaults) {
+  const auto dir = std::filesystem::temp_directory_path() / "quill_sampler_json_test";
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir / "sampler.json");
+  auto none = line_options_for_model(dir.string());
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(none->start_sigma, 1.0f);
+  EXPECT_EQ(none->steps, 20);
+  std::ofstream(dir / "sampler.json") << R"({"start_sigma": 0.75, "guidance_scale": 3, "steps": 12})";
+  auto some = line_options_for_model(dir.string());
+  ASSERT_TRUE(some.is_ok()) << some.status().to_string();
+  EXPECT_FLOAT_EQ(some->start_sigma, 0.75f);
+  EXPECT_FLOAT_EQ(some->guidance_scale, 3.0f);
+  EXPECT_EQ(some->steps, 12);
+  EXPECT_FLOAT_EQ(some->shift, 1.0f);
+  const std::pair<const char*, const char*> bad[] = {{"[1, 2]", "not a JSON object"},
+                                                     {"{not json", "not a JSON object"},
+                                                     {R"({"start_sigma": 0})", "'start_sigma' must be a number"},
+                                                     {R"({"steps": "many"})", "'steps' must be a number"}};
+  for (const auto& [text, phrase] : bad) {
+    std::ofstream(dir / "sampler.json") << text;
+    auto r = line_options_for_model(dir.string());
+    ASSERT_FALSE(r.is_ok()) << text;
+    EXPECT_NE(r.status().to_string().find(phrase), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().to_string().find("sampler.json"), std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
