@@ -39,8 +39,8 @@ int run(const Options& o) {
   std::string model = o.model.empty() ? default_model_dir() : o.model;
   if (model.empty())
     return report_error(
-        not_found("no trained line model is installed yet (looked for models/quill-line/config.json); "
-                  "pass --model DIR with a line model (config.json + model.safetensors)"));
+        not_found("the default line model is missing (looked for models/quill-line/config.json in the working "
+                  "directory, the source tree and /usr/share/quill); pass --model DIR with a line model folder"));
   // Without --style, the model's own default hand (<model>/style_reference.png) when it ships one.
   std::string style = o.style;
   if (!style.empty() && o.no_style) return report_error(invalid_argument("give at most one of --style and --no-style"));
