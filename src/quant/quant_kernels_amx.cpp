@@ -76,6 +76,16 @@ inline __mmask16 lane_mask(int64_t valid) {
   return valid <= 0 ? __mmask16(0) : (valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1));
 }
 
+// f32 accumulators of a 16 x 32 output tile, kept in L1 (too many for registers): zero on the first
+// k block, else the partial sums already in y.
+void load_accumulators(const TileArgs& a, const float* y, __mmask16 mk0, __mmask16 mk1, float (*f)[kNr]) {
+  for (int i = 0; i < int(a.mr); ++i) {
+    const __m512 z = _mm512_setzero_ps();
+    _mm512_store_ps(f[i], a.first ? z : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy));
+    _mm512_store_ps(f[i] + 16, a.first ? z : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16));
+  }
+}
+
 void tile_tq2(const TileArgs& a) {
   const int rows = int(a.mr);
   configure(rows);
@@ -86,11 +96,7 @@ void tile_tq2(const TileArgs& a) {
   float* y = a.y + a.m0 * a.ldy + a.n0;
   alignas(64) int32_t c0[kMr][16], c1[kMr][16];
   alignas(64) float f[kMr][kNr];
-  for (int i = 0; i < rows; ++i) {
-    const __m512 z = _mm512_setzero_ps();
-    _mm512_store_ps(f[i], a.first ? z : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy));
-    _mm512_store_ps(f[i] + 16, a.first ? z : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16));
-  }
+  load_accumulators(a, y, mk0, mk1, f);
   for (int64_t g = 0; g < a.kc / kGroup; ++g) {
     _tile_zero(0);
     _tile_zero(1);
@@ -196,11 +202,7 @@ void tile_tq2_exact(const TileArgs& a) {
   float* y = a.y + a.m0 * a.ldy + a.n0;
   alignas(64) float c0[kMr][16], c1[kMr][16];
   alignas(64) float f[kMr][kNr];
-  for (int i = 0; i < rows; ++i) {
-    const __m512 z = _mm512_setzero_ps();
-    _mm512_store_ps(f[i], a.first ? z : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy));
-    _mm512_store_ps(f[i] + 16, a.first ? z : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16));
-  }
+  load_accumulators(a, y, mk0, mk1, f);
   const int64_t stride = a.lda * 2;
   for (int64_t g = 0; g < a.kc / kGroup; ++g) {
     _tile_zero(0);

@@ -1,6 +1,5 @@
 // Runs the real `quill info` binary on files made here.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 
@@ -9,33 +8,16 @@
 #include "io/gguf.h"
 #include "io/safetensors.h"
 #include "io_test_util.h"
+#include "support/cli_run.h"
 
 namespace quill {
 namespace {
 
 using testing::TempDir;
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using test::CliRun;
 
-CliRun run_cli(const std::string& args, const TempDir& dir) {
-  const std::string err_file = dir.file("stderr.txt");
-  const std::string cmd = std::string("'") + QUILL_CLI_PATH + "' " + args + " 2>'" + err_file + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
-}
+CliRun run_cli(const std::string& args, const TempDir& dir) { return test::run_quill(args, dir.file("stderr.txt")); }
 
 void make_model(const TempDir& dir) {
   testing::write_bytes(dir.file("model/config.json"), R"({"_class_name": "SD3Transformer2DModel", "num_layers": 24})");

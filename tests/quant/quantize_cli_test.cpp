@@ -1,6 +1,5 @@
 // The real `quill quantize`: dry-run plan, a written GGUF that `quill info` reads, exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
@@ -9,30 +8,16 @@
 
 #include "io/io_test_util.h"
 #include "io/model_files.h"
+#include "support/cli_run.h"
 #include "support/test_util.h"
 
 namespace quill {
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using test::CliRun;
 
 CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  const std::string err_file = dir.file("stderr.txt");
-  const std::string cmd = std::string("'") + QUILL_CLI_PATH + "' " + args + " 2>'" + err_file + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
+  return test::run_quill(args, dir.file("stderr.txt"));
 }
 
 TEST(QuantizeCli, DryRunPrintsThePlanAndWritesNothing) {

@@ -1,7 +1,6 @@
 // Runs the real `quill render-line`: output PNG equals the library's rendering, the printed
 // measurements follow the bucket rule, and exit codes are 0 ok / 1 runtime error / 2 usage error.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,30 +11,16 @@
 
 #include "io/image.h"
 #include "io/io_test_util.h"
+#include "support/cli_run.h"
 #include "text/glyph_line.h"
 
 namespace quill {
 namespace {
 
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
+using test::CliRun;
 
 CliRun render_line(const std::string& args, const testing::TempDir& dir) {
-  const std::string err_file = dir.file("stderr.txt");
-  const std::string cmd = std::string("'") + QUILL_CLI_PATH + "' render-line " + args + " 2>'" + err_file + "'";
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
+  return test::run_quill("render-line " + args, dir.file("stderr.txt"));
 }
 
 const char* kKongl =
