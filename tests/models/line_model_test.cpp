@@ -9,27 +9,29 @@
 namespace quill {
 namespace {
 
+// One forward of fixture case `name` (inputs/expected from tools/make_line_fixtures.py): rel L2.
+double case_rel_error(LineEngine& engine, const std::string& name) {
+  const std::string dir = test::fixture("line/" + name);
+  auto in = SafetensorsFile::open(dir + "/inputs.safetensors");
+  auto ex = SafetensorsFile::open(dir + "/expected.safetensors");
+  EXPECT_TRUE(in.is_ok() && ex.is_ok()) << dir;
+  if (!in.is_ok() || !ex.is_ok()) return INFINITY;
+  const Tensor x = (*in)->tensor("hidden_states").value();
+  const auto xv = x.to_f32_vector(), gv = (*in)->tensor("glyphs").value().to_f32_vector();
+  const auto sv = (*in)->tensor("style").value().to_f32_vector(),
+             tv = (*in)->tensor("timestep").value().to_f32_vector();
+  const auto expected = (*ex)->tensor("sample").value().to_f32_vector();
+  std::vector<float> out(expected.size(), NAN);
+  Status st = engine.forward(LineBucket{x.dim(0), x.dim(3)}, xv.data(), gv.data(), sv.data(), tv.data(), out.data());
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return test::rel_l2(out, expected);
+}
+
 TEST(LineModel, MatchesPyTorchReferenceAtTwoWidths) {
   ThreadPool pool(2);
   auto engine = open_line_engine(test::fixture("line/model"), pool);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
-  for (const char* name : {"w48", "w80", "w48"}) {
-    const std::string dir = test::fixture(std::string("line/") + name);
-    auto in = SafetensorsFile::open(dir + "/inputs.safetensors");
-    auto ex = SafetensorsFile::open(dir + "/expected.safetensors");
-    ASSERT_TRUE(in.is_ok() && ex.is_ok());
-    const Tensor x = (*in)->tensor("hidden_states").value();
-    const auto xv = x.to_f32_vector(), gv = (*in)->tensor("glyphs").value().to_f32_vector();
-    const auto sv = (*in)->tensor("style").value().to_f32_vector(),
-               tv = (*in)->tensor("timestep").value().to_f32_vector();
-    const auto expected = (*ex)->tensor("sample").value().to_f32_vector();
-    std::vector<float> out(expected.size(), NAN);
-    const LineBucket bucket{x.dim(0), x.dim(3)};
-    Status st = (*engine)->forward(bucket, xv.data(), gv.data(), sv.data(), tv.data(), out.data());
-    ASSERT_TRUE(st.is_ok()) << st.to_string();
-    const double rel = test::rel_l2(out, expected);
-    EXPECT_LE(rel, 1e-4) << name << " rel " << rel;
-  }
+  for (const char* name : {"w48", "w80", "w48"}) EXPECT_LE(case_rel_error(**engine, name), 1e-4) << name;
   // Two widths -> two plans; the third forward reused the first.
   EXPECT_EQ((*engine)->plan_stats().builds, 2u);
   EXPECT_EQ((*engine)->plan_stats().hits, 1u);
@@ -41,20 +43,7 @@ TEST(LineModel, GlyphConcatMatchesPyTorchReference) {
   auto engine = open_line_engine(test::fixture("line/model_concat"), pool);
   ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
   EXPECT_TRUE((*engine)->model().config().glyph_concat);
-  const std::string dir = test::fixture("line/concat_w64");
-  auto in = SafetensorsFile::open(dir + "/inputs.safetensors");
-  auto ex = SafetensorsFile::open(dir + "/expected.safetensors");
-  ASSERT_TRUE(in.is_ok() && ex.is_ok());
-  const Tensor x = (*in)->tensor("hidden_states").value();
-  const auto xv = x.to_f32_vector(), gv = (*in)->tensor("glyphs").value().to_f32_vector();
-  const auto sv = (*in)->tensor("style").value().to_f32_vector(),
-             tv = (*in)->tensor("timestep").value().to_f32_vector();
-  const auto expected = (*ex)->tensor("sample").value().to_f32_vector();
-  std::vector<float> out(expected.size(), NAN);
-  Status st =
-      (*engine)->forward(LineBucket{x.dim(0), x.dim(3)}, xv.data(), gv.data(), sv.data(), tv.data(), out.data());
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
-  EXPECT_LE(test::rel_l2(out, expected), 1e-4);
+  EXPECT_LE(case_rel_error(**engine, "concat_w64"), 1e-4);
 }
 
 TEST(LineModelConfig, RejectsGeometryThatCannotTileTheCanvas) {
