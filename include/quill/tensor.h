@@ -67,6 +67,14 @@ class Tensor {
   int64_t stride(int i) const { return strides_[size_t(i < 0 ? i + shape_.rank() : i)]; }
   Device device() const { return device_; }
   const std::shared_ptr<const void>& owner() const { return owner_; }
+  // Row-scaled formats (fp8 e4m3 weights): one f32 scale per row, value = element x scale[row].
+  // Null for every other tensor. Views made from this tensor keep it.
+  const float* row_scale() const { return row_scale_ ? row_scale_->data() : nullptr; }
+  Tensor with_row_scale(std::shared_ptr<const std::vector<float>> scale) const {
+    Tensor t = *this;
+    t.row_scale_ = std::move(scale);
+    return t;
+  }
   bool is_contiguous() const;
   int64_t nbytes() const;  // bytes of a contiguous tensor of this shape and dtype
 
@@ -86,6 +94,7 @@ class Tensor {
   std::array<int64_t, kMaxRank> strides_{};
   Device device_ = Device::kCPU;
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<const std::vector<float>> row_scale_;
 };
 
 // Check a tensor's dtype and shape; the error names the tensor and both shapes.

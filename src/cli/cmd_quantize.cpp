@@ -99,12 +99,14 @@ Runner setup(CLI::App& sub) {
       "    quantizing them costs the most accuracy.\n"
       "  * 1-D tensors (biases, norm scales) and non-float tensors are copied unchanged.\n"
       "Rules (--rules \"REGEX=TYPE,...\", first match wins, searched in the tensor name) override this for\n"
-      "tensors of rank >= 2; TYPE is tq2_0_g128, q8_0, bf16, f16, f32 or keep.\n"
+      "tensors of rank >= 2; TYPE is tq2_0_g128, q8_0, fp8_e4m3, bf16, f16, f32 or keep.\n"
+      "fp8_e4m3 stores one f32 scale per output row (rowmax|w| / 448) as \"<name>_scale\" beside the weight.\n"
       "Ternary (tq2_0_g128) uses BitNet b1.58 absmean scaling per 128-weight block.\n"
       "Output: GGUF v3 with the model config in metadata key quill.config.");
   sub.add_option("input", o->input, "model: diffusers folder, .safetensors, index.json or .gguf")->required();
   sub.add_option("output", o->output, "GGUF file to write (not needed with --dry-run)");
-  sub.add_option("--type", o->type, "weight type for transformer-block linears: tq2_0_g128, q8_0, bf16, f16, f32")
+  sub.add_option("--type", o->type,
+                 "weight type for transformer-block linears: tq2_0_g128, q8_0, fp8_e4m3, bf16, f16, f32")
       ->capture_default_str();
   sub.add_option("--rules", o->rules, "per-tensor overrides: \"REGEX=TYPE,REGEX=TYPE\"");
   sub.add_flag("--dry-run", o->dry_run, "print the plan (tensor, shape, from -> to, why) and the sizes; write nothing");
@@ -114,5 +116,6 @@ Runner setup(CLI::App& sub) {
 }
 
 }  // namespace
-QUILL_COMMAND(quantize, "quantize", "Quantize a model's weights (tq2_0_g128, q8_0, bf16, f16) into a GGUF file", setup);
+QUILL_COMMAND(quantize, "quantize",
+              "Quantize a model's weights (tq2_0_g128, q8_0, fp8_e4m3, bf16, f16) into a GGUF file", setup);
 }  // namespace quill::cli

@@ -12,23 +12,26 @@ namespace {
 // Types Quill cannot read have no dtype; they are listed so errors can name them.
 // tq2_0_g128 is Quill's own ternary format; ggml has no such type, so it takes an id ggml does
 // not use (42). ggml's tq2_0 (35) is a different layout (256-element blocks) and is not read.
+// fp8 e4m3 (one byte per weight; its per-row f32 scales are a separate "<name>_scale" tensor)
+// has no ggml type either: Quill writes and reads 43.
 struct GgmlType {
   uint32_t id;
   const char* name;
   std::optional<DType> dtype;
 };
 constexpr GgmlType kGgmlTypes[] = {
-    {0, "f32", DType::kF32},      {1, "f16", DType::kF16},       {2, "q4_0", std::nullopt},
-    {3, "q4_1", std::nullopt},    {6, "q5_0", std::nullopt},     {7, "q5_1", std::nullopt},
-    {8, "q8_0", DType::kQ8_0},    {9, "q8_1", std::nullopt},     {10, "q2_K", std::nullopt},
-    {11, "q3_K", std::nullopt},   {12, "q4_K", std::nullopt},    {13, "q5_K", std::nullopt},
-    {14, "q6_K", std::nullopt},   {15, "q8_K", std::nullopt},    {16, "iq2_xxs", std::nullopt},
-    {17, "iq2_xs", std::nullopt}, {18, "iq3_xxs", std::nullopt}, {19, "iq1_s", std::nullopt},
-    {20, "iq4_nl", std::nullopt}, {21, "iq3_s", std::nullopt},   {22, "iq2_s", std::nullopt},
-    {23, "iq4_xs", std::nullopt}, {24, "i8", DType::kI8},        {25, "i16", DType::kI16},
-    {26, "i32", DType::kI32},     {27, "i64", DType::kI64},      {28, "f64", DType::kF64},
-    {29, "iq1_m", std::nullopt},  {30, "bf16", DType::kBF16},    {34, "tq1_0", std::nullopt},
-    {35, "tq2_0", std::nullopt},  {39, "mxfp4", std::nullopt},   {42, "tq2_0_g128", DType::kTQ2_0_G128},
+    {0, "f32", DType::kF32},         {1, "f16", DType::kF16},       {2, "q4_0", std::nullopt},
+    {3, "q4_1", std::nullopt},       {6, "q5_0", std::nullopt},     {7, "q5_1", std::nullopt},
+    {8, "q8_0", DType::kQ8_0},       {9, "q8_1", std::nullopt},     {10, "q2_K", std::nullopt},
+    {11, "q3_K", std::nullopt},      {12, "q4_K", std::nullopt},    {13, "q5_K", std::nullopt},
+    {14, "q6_K", std::nullopt},      {15, "q8_K", std::nullopt},    {16, "iq2_xxs", std::nullopt},
+    {17, "iq2_xs", std::nullopt},    {18, "iq3_xxs", std::nullopt}, {19, "iq1_s", std::nullopt},
+    {20, "iq4_nl", std::nullopt},    {21, "iq3_s", std::nullopt},   {22, "iq2_s", std::nullopt},
+    {23, "iq4_xs", std::nullopt},    {24, "i8", DType::kI8},        {25, "i16", DType::kI16},
+    {26, "i32", DType::kI32},        {27, "i64", DType::kI64},      {28, "f64", DType::kF64},
+    {29, "iq1_m", std::nullopt},     {30, "bf16", DType::kBF16},    {34, "tq1_0", std::nullopt},
+    {35, "tq2_0", std::nullopt},     {39, "mxfp4", std::nullopt},   {42, "tq2_0_g128", DType::kTQ2_0_G128},
+    {43, "f8_e4m3", DType::kF8E4M3},
 };
 
 const GgmlType* find_ggml_type(uint32_t id) {

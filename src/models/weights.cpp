@@ -21,6 +21,11 @@ Result<Linear> load_linear(const ModelFiles& files, const std::string& prefix, i
         .with_tensor(prefix + ".weight")
         .with_file(files.path())
         .with_expected_found(Shape({out, in}).to_string(), w.shape().to_string());
+  if (w.dtype() == DType::kF8E4M3) {
+    // fp8 e4m3 weights carry one f32 scale per output row in "<prefix>.weight_scale" [out].
+    QUILL_ASSIGN_OR_RETURN(std::vector<float> scale, load_f32(files, prefix + ".weight_scale", {out}));
+    w = w.with_row_scale(std::make_shared<const std::vector<float>>(std::move(scale)));
+  }
   l.weight = w;
   if (bias) {
     QUILL_ASSIGN_OR_RETURN(l.bias, load_f32(files, prefix + ".bias", {out}));

@@ -53,10 +53,8 @@ Result<DType> parse_quant_type(const std::string& name) {
   if (n == "bf16") return DType::kBF16;
   if (n == "f16") return DType::kF16;
   if (n == "f32") return DType::kF32;
-  if (n == "fp8_e4m3" || n == "f8_e4m3")
-    return unsupported("fp8_e4m3 weights have a CPU kernel (per-row scale) but no model-file form yet; use ",
-                       "tq2_0_g128, q8_0, bf16, f16 or f32");
-  return invalid_argument("unknown weight type '", name, "' (expected tq2_0_g128, q8_0, bf16, f16 or f32)");
+  if (n == "fp8_e4m3" || n == "f8_e4m3") return DType::kF8E4M3;
+  return invalid_argument("unknown weight type '", name, "' (expected tq2_0_g128, q8_0, fp8_e4m3, bf16, f16 or f32)");
 }
 
 Result<std::vector<QuantRule>> parse_quant_rules(const std::string& spec) {
@@ -133,7 +131,8 @@ std::vector<TensorPlan> plan_quantization(const ModelFiles& files, DType type, c
   return plan;
 }
 
-Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, double* sq_error, double* sq_norm) {
+Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, double* sq_error, double* sq_norm,
+                              Tensor* row_scale) {
   if (rel_error) *rel_error = 0;
   if (sq_error) *sq_error = 0;
   if (sq_norm) *sq_norm = 0;
@@ -152,6 +151,15 @@ Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, do
   } else if (to == DType::kTQ2_0_G128 || to == DType::kQ8_0) {
     if (c.rank() != 2) return invalid_argument(dtype_name(to), " needs a 2-D weight, got ", c.shape().to_string());
     QUILL_ASSIGN_OR_RETURN(out, quantize_tensor(f, to));
+  } else if (to == DType::kF8E4M3) {
+    if (c.rank() != 2) return invalid_argument("fp8_e4m3 needs a 2-D weight, got ", c.shape().to_string());
+    if (!row_scale) return invalid_argument("fp8_e4m3 conversion needs somewhere to put the row scales");
+    out = Tensor::empty(to, c.shape());
+    *row_scale = Tensor::empty(DType::kF32, Shape{c.dim(0)});
+    QUILL_RETURN_IF_ERROR(quantize_fp8_e4m3_rows(f.data_as<const float>(), c.dim(0), c.dim(1), out.data_as<uint8_t>(),
+                                                 row_scale->data_as<float>()));
+    out = out.with_row_scale(std::make_shared<const std::vector<float>>(row_scale->data_as<const float>(),
+                                                                        row_scale->data_as<const float>() + c.dim(0)));
   } else if (to == DType::kBF16 || to == DType::kF16) {
     out = Tensor::empty(to, c.shape());
     convert_from_f32(to, f.data_as<const float>(), out.data(), n);
@@ -163,6 +171,9 @@ Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, do
   if (to == DType::kTQ2_0_G128 || to == DType::kQ8_0) {
     QUILL_ASSIGN_OR_RETURN(Tensor d, dequantize_tensor(out));
     std::copy(d.data_as<const float>(), d.data_as<const float>() + n, back.begin());
+  } else if (to == DType::kF8E4M3) {
+    QUILL_RETURN_IF_ERROR(
+        dequantize_fp8_e4m3_rows(out.data_as<const uint8_t>(), out.row_scale(), c.dim(0), c.dim(1), back.data()));
   } else {
     convert_to_f32(out.dtype(), out.data(), back.data(), n);
   }
@@ -185,6 +196,7 @@ void plan_bytes(const ModelFiles& files, const std::vector<TensorPlan>& plan, in
     *bytes_in += files.entries().at(p.name).tensor.nbytes();
     const auto& t = dtype_traits(p.to);
     *bytes_out += p.shape.numel() / t.block_size * t.block_bytes;
+    if (p.to == DType::kF8E4M3 && p.from != p.to) *bytes_out += p.shape[0] * int64_t(sizeof(float));  // row scales
   }
 }
 
@@ -207,8 +219,11 @@ Status quantize_model(const ModelFiles& files, const std::vector<TensorPlan>& pl
     auto it = files.entries().find(p.name);
     if (it == files.entries().end()) return not_found("planned tensor is not in the model").with_tensor(p.name);
     double rel = 0, sq_err = 0, sq_norm = 0;
-    auto converted = convert_tensor(it->second.tensor, p.to, &rel, &sq_err, &sq_norm);
+    Tensor row_scale;
+    auto converted = convert_tensor(it->second.tensor, p.to, &rel, &sq_err, &sq_norm, &row_scale);
     if (!converted) return converted.take_status().with_tensor(p.name).with_file(it->second.file);
+    if (row_scale.defined() && row_scale.numel() > 0)
+      QUILL_RETURN_IF_ERROR(writer.add_tensor(p.name + "_scale", row_scale));
     if (p.to != p.from) {
       total_err += sq_err;
       total_norm += sq_norm;

@@ -2,7 +2,8 @@
 // conversion of one tensor with its reconstruction error. The CLI (src/cli/cmd_quantize.cpp)
 // writes the result as GGUF.
 //
-// Default policy for a target block type T (tq2_0_g128, q8_0) or half type (bf16, f16):
+// Default policy for a target block type T (tq2_0_g128, q8_0), fp8_e4m3 (per-row scale) or half
+// type (bf16, f16):
 //   - 2-D `.weight` tensors inside the transformer blocks (names containing
 //     "transformer_blocks.<i>." or "single_transformer_blocks.<i>.") become T; when their input
 //     dimension K is not a multiple of T's block they become bf16 instead (the reason says so);
@@ -40,7 +41,7 @@ struct TensorPlan {
   std::string reason;  // why this type: "block linear", "rule 'x=q8_0'", "1-D: copied", ...
 };
 
-// "tq2_0_g128" | "q8_0" | "bf16" | "f16" | "f32" (case-insensitive). fp8 has no file form yet.
+// "tq2_0_g128" | "q8_0" | "fp8_e4m3" | "bf16" | "f16" | "f32" (case-insensitive).
 Result<DType> parse_quant_type(const std::string& name);
 // "REGEX=TYPE[,REGEX=TYPE...]"; errors name the bad rule (bad regex, unknown type, missing '=').
 Result<std::vector<QuantRule>> parse_quant_rules(const std::string& spec);
@@ -48,9 +49,10 @@ Result<std::vector<QuantRule>> parse_quant_rules(const std::string& spec);
 std::vector<TensorPlan> plan_quantization(const ModelFiles& files, DType type, const std::vector<QuantRule>& rules);
 
 // Converts `src` (any float dtype) to `to`. rel_error: ||W - dequant(Q(W))|| / ||W|| (0 for exact
-// copies and all-zero tensors).
+// copies and all-zero tensors). fp8_e4m3 also fills `row_scale` (f32 [N], scale = rowmax|w| / 448),
+// which the file stores as "<name>_scale" (so "x.weight" gets "x.weight_scale").
 Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, double* sq_error = nullptr,
-                              double* sq_norm = nullptr);
+                              double* sq_norm = nullptr, Tensor* row_scale = nullptr);
 
 struct TensorReport {
   std::string name;

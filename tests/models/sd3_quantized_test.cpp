@@ -1,4 +1,5 @@
-// Quantized SD3 transformers through the real engine: `sd3/q128` (every block linear has
+// Quantized SD3 transformers through the real engine (bf16, f16, q8_0, fp8_e4m3 with row scales,
+// tq2_0_g128): `sd3/q128` (every block linear has
 // K % 128 == 0) quantized by quant::quantize_model for each type, run by open_sd3_engine from the
 // GGUF. The exact ternary kernel must equal the same model with its weights dequantized to f32
 // (rel <= 1e-5); each type's cosine against diffusers' f32 output is recorded.
@@ -98,8 +99,11 @@ TEST(SD3Quantized, EveryTypeRunsAndIsCloseToF32) {
     double min_cosine;
   };
   // Floors for this random-weight fixture (Gaussian weights are the worst case for ternary).
-  const Case cases[] = {
-      {DType::kBF16, 0.9999}, {DType::kF16, 0.9999}, {DType::kQ8_0, 0.999}, {DType::kTQ2_0_G128, 0.5}};
+  const Case cases[] = {{DType::kBF16, 0.9999},
+                        {DType::kF16, 0.9999},
+                        {DType::kQ8_0, 0.999},
+                        {DType::kF8E4M3, 0.999},
+                        {DType::kTQ2_0_G128, 0.5}};
   for (const Case& c : cases) {
     auto out = run_model(quantize(dir, c.type), in);
     ASSERT_TRUE(out.is_ok()) << dtype_name(c.type) << ": " << out.status().to_string();

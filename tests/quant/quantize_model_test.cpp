@@ -6,6 +6,8 @@
 
 #include "io/gguf.h"
 #include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "models/weights.h"
 #include "quant/formats.h"
 #include "support/test_util.h"
 
@@ -28,9 +30,10 @@ TEST(QuantizeRules, ParsesAndRejectsWithContext) {
   EXPECT_TRUE(parse_quant_rules("").value().empty());
 
   const std::pair<const char*, const char*> bad[] = {
-      {"noequals", "is not REGEX=TYPE"},        {"x=", "is not REGEX=TYPE"},
-      {"([=q8_0", "bad regular expression"},    {"a=q4_k", "unknown weight type 'q4_k'"},
-      {"a=fp8_e4m3", "no model-file form yet"},
+      {"noequals", "is not REGEX=TYPE"},
+      {"x=", "is not REGEX=TYPE"},
+      {"([=q8_0", "bad regular expression"},
+      {"a=q4_k", "unknown weight type 'q4_k'"},
   };
   for (const auto& [spec, phrase] : bad) {
     auto r = parse_quant_rules(spec);
@@ -39,6 +42,7 @@ TEST(QuantizeRules, ParsesAndRejectsWithContext) {
   }
   EXPECT_FALSE(parse_quant_type("int4").is_ok());
   EXPECT_EQ(parse_quant_type("TQ2_0_G128").value(), DType::kTQ2_0_G128);
+  EXPECT_EQ(parse_quant_type("fp8_e4m3").value(), DType::kF8E4M3);
 }
 
 TEST(QuantizePlan, DefaultPolicyOnAModelWhoseBlocksDivideTheBlockSize) {
@@ -119,6 +123,48 @@ TEST(QuantizeConvert, ReportsReconstructionError) {
   auto bad = convert_tensor(v, DType::kTQ2_0_G128, &rel);
   ASSERT_FALSE(bad.is_ok());
   EXPECT_NE(bad.status().to_string().find("needs a 2-D weight"), std::string::npos);
+}
+
+// fp8 e4m3: the weight plus "<name>_scale" f32 [N]; the loader attaches the scales to the weight.
+TEST(QuantizeModel, Fp8WeightsCarryTheirRowScales) {
+  testing::TempDir dir;
+  auto files = ModelFiles::open(test::fixture("sd3/q128"));
+  ASSERT_TRUE(files.is_ok());
+  const auto plan = plan_quantization(**files, DType::kF8E4M3, {});
+  const std::string out = dir.file("fp8.gguf");
+  QuantizeReport report;
+  ASSERT_TRUE(quantize_model(**files, plan, DType::kF8E4M3, "", out, &report).is_ok());
+  EXPECT_GT(report.rel_error, 0.0);
+  EXPECT_LT(report.rel_error, 0.05);
+  auto back = ModelFiles::open(out);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  auto w = (*back)->get("transformer_blocks.0.attn.to_q.weight");
+  ASSERT_TRUE(w.is_ok());
+  EXPECT_EQ(w->dtype(), DType::kF8E4M3);
+  auto s = (*back)->get("transformer_blocks.0.attn.to_q.weight_scale");
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->dtype(), DType::kF32);
+  EXPECT_EQ(s->shape(), Shape({w->dim(0)}));
+  // The writer stored the scales that reproduce the weights: dequantized row 0 vs the source.
+  const Tensor src = (*files)->get("transformer_blocks.0.attn.to_q.weight").value();
+  std::vector<float> src0(size_t(src.dim(1))), back0(size_t(src.dim(1)));
+  convert_to_f32(src.dtype(), src.data(), src0.data(), src.dim(1));
+  ASSERT_TRUE(
+      dequantize_fp8_e4m3_rows(w->data_as<const uint8_t>(), s->data_as<const float>(), 1, w->dim(1), back0.data())
+          .is_ok());
+  EXPECT_LT(test::rel_l2(back0, src0), 0.05);
+}
+
+TEST(QuantizeModel, Fp8WeightWithoutItsScalesIsAClearError) {
+  testing::TempDir dir;
+  Tensor w = Tensor::empty(DType::kF8E4M3, Shape{4, 8});
+  const std::string path = dir.file("lin.safetensors");
+  ASSERT_TRUE(write_safetensors(path, {{"lin.weight", w}}, {}).is_ok());
+  auto files = ModelFiles::open(path);
+  ASSERT_TRUE(files.is_ok());
+  auto l = load_linear(**files, "lin", 8, 4, false);
+  ASSERT_FALSE(l.is_ok());
+  EXPECT_NE(l.status().to_string().find("lin.weight_scale"), std::string::npos) << l.status().to_string();
 }
 
 TEST(QuantizeModel, WritesGgufThatReadsBackAsPlanned) {
