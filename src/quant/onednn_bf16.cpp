@@ -25,10 +25,15 @@ struct Prim {
 
 struct Reordered {
   const uint16_t* src;
+  std::weak_ptr<const void> owner;  // the weight's storage; expired = the entry is stale
   int64_t N, K;
   memory::desc desc;
   memory mem;
 };
+
+bool same_owner(const std::weak_ptr<const void>& a, const std::shared_ptr<const void>& b) {
+  return !a.owner_before(b) && !b.owner_before(a);
+}
 
 struct Cache {
   std::mutex mu;
@@ -42,30 +47,33 @@ Cache& cache() {
   return c;
 }
 
-const memory& reordered_weights(Cache& c, const uint16_t* w, int64_t N, int64_t K, const memory::desc& want) {
-  for (const Reordered& r : c.weights)
-    if (r.src == w && r.N == N && r.K == K && r.desc == want) return r.mem;
+memory reorder_weights(Cache& c, const uint16_t* w, int64_t N, int64_t K, const memory::desc& want) {
   const memory::desc plain({K, N}, memory::data_type::bf16, memory::dims{1, K});  // W [N, K] read as W^T
   memory src(plain, *c.eng, const_cast<uint16_t*>(w)), dst(want, *c.eng);
   dnnl::stream st(*c.eng);
   dnnl::reorder(src, dst).execute(st, src, dst);
   st.wait();
-  c.weights.push_back({w, N, K, want, dst});
-  return c.weights.back().mem;
+  return dst;
+}
+
+// The reordered copy of weight `w`, made on first use and kept while its owner lives.
+memory reordered_weights(Cache& c, const uint16_t* w, const std::shared_ptr<const void>& owner, int64_t N, int64_t K,
+                         const memory::desc& want) {
+  if (!owner) return reorder_weights(c, w, N, K, want);
+  std::erase_if(c.weights, [](const Reordered& r) { return r.owner.expired(); });
+  for (const Reordered& r : c.weights)
+    if (r.src == w && same_owner(r.owner, owner) && r.N == N && r.K == K && r.desc == want) return r.mem;
+  memory dst = reorder_weights(c, w, N, K, want);
+  c.weights.push_back({w, owner, N, K, want, dst});
+  return dst;
 }
 
 }  // namespace
 
 bool onednn_bf16_available() { return true; }
 
-void onednn_bf16_clear_cache() {
-  Cache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mu);
-  c.weights.clear();
-}
-
-Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w, int64_t N,
-                          const float* bias, float* y) {
+Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w,
+                          const std::shared_ptr<const void>& w_owner, int64_t N, const float* bias, float* y) {
   using namespace dnnl;
   try {
     Cache& c = cache();
@@ -87,7 +95,7 @@ Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, 
 #endif
       it = c.prims.emplace(key, Prim{matmul(pd), pd.weights_desc()}).first;
     }
-    const memory& wm = reordered_weights(c, w, N, K, it->second.weights);
+    const memory wm = reordered_weights(c, w, w_owner, N, K, it->second.weights);
     memory am(a_md, *c.eng, const_cast<uint16_t*>(a)), cm(c_md, *c.eng, y);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, cm}};
     if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_md, *c.eng, const_cast<float*>(bias)));
@@ -101,8 +109,8 @@ Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, 
 }
 #else
 bool onednn_bf16_available() { return false; }
-void onednn_bf16_clear_cache() {}
-Status onednn_bf16_matmul(const uint16_t*, int64_t, int64_t, int64_t, const uint16_t*, int64_t, const float*, float*) {
+Status onednn_bf16_matmul(const uint16_t*, int64_t, int64_t, int64_t, const uint16_t*,
+                          const std::shared_ptr<const void>&, int64_t, const float*, float*) {
   return unsupported("built without oneDNN");
 }
 #endif

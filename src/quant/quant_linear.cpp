@@ -345,7 +345,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
     if (use_onednn) {
       QUILL_RETURN_IF_ERROR(onednn_bf16_matmul(static_cast<const uint16_t*>(a), rows, K, lda,
-                                               static_cast<const uint16_t*>(W.data()), w.N, bias, yc));
+                                               static_cast<const uint16_t*>(W.data()), W.owner(), w.N, bias, yc));
       continue;
     }
     if (ks)

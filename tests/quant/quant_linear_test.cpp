@@ -159,6 +159,26 @@ TEST(QuantLinear, AmxMatchesVnniBitForBit) {
   detail::amx::set_override(-1);
 }
 
+// bf16 A8 goes to oneDNN, which keeps a reordered copy of each weight. A weight without an owner
+// (lifetime unknown, e.g. a view over a caller's buffer) must not be served from that cache: new
+// values at the same address must give new results.
+TEST(QuantLinear, OwnerlessBf16WeightIsNotServedStale) {
+  ThreadPool pool(2);
+  const int64_t M = 4, K = 64, N = 32;
+  const std::vector<float> x = random_normal(size_t(M * K), 21);
+  std::vector<uint16_t> wb(size_t(N * K));
+  std::vector<float> wf = random_normal(size_t(N * K), 22, 0.1f);
+  Tensor W(wb.data(), DType::kBF16, Shape{N, K});  // no owner
+  std::vector<uint8_t> scratch(quant_linear_scratch_bytes(M, W, QuantMode::kA8, pool));
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < wf.size(); ++i) wb[i] = f32_to_bf16(round ? -wf[i] : wf[i]);
+    std::vector<float> deq(wf.size()), y = nan_filled(size_t(M * N));
+    for (size_t i = 0; i < wf.size(); ++i) deq[i] = bf16_to_f32(wb[i]);
+    ASSERT_TRUE(quant_linear(x.data(), M, W, nullptr, nullptr, y.data(), scratch.data(), QuantMode::kA8, pool).is_ok());
+    EXPECT_LE(rel_err(y, gemm_ref(x, deq, std::vector<float>(size_t(N), 0.0f), M, N, K)), 1e-2) << "round " << round;
+  }
+}
+
 TEST(QuantLinear, LargeCase) {
   ThreadPool pool(2);
   check_shape(pool, 1000, 1536, 64);
