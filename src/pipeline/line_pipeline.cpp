@@ -1,12 +1,11 @@
 #include "pipeline/line_pipeline.h"
 
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
-
-#include <chrono>
-#include <map>
 
 #include "pipeline/line_sampler.h"
 

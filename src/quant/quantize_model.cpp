@@ -158,8 +158,6 @@ Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, do
     *row_scale = Tensor::empty(DType::kF32, Shape{c.dim(0)});
     QUILL_RETURN_IF_ERROR(quantize_fp8_e4m3_rows(f.data_as<const float>(), c.dim(0), c.dim(1), out.data_as<uint8_t>(),
                                                  row_scale->data_as<float>()));
-    out = out.with_row_scale(std::make_shared<const std::vector<float>>(row_scale->data_as<const float>(),
-                                                                        row_scale->data_as<const float>() + c.dim(0)));
   } else if (to == DType::kBF16 || to == DType::kF16) {
     out = Tensor::empty(to, c.shape());
     convert_from_f32(to, f.data_as<const float>(), out.data(), n);
@@ -172,8 +170,8 @@ Result<Tensor> convert_tensor(const Tensor& src, DType to, double* rel_error, do
     QUILL_ASSIGN_OR_RETURN(Tensor d, dequantize_tensor(out));
     std::copy(d.data_as<const float>(), d.data_as<const float>() + n, back.begin());
   } else if (to == DType::kF8E4M3) {
-    QUILL_RETURN_IF_ERROR(
-        dequantize_fp8_e4m3_rows(out.data_as<const uint8_t>(), out.row_scale(), c.dim(0), c.dim(1), back.data()));
+    QUILL_RETURN_IF_ERROR(dequantize_fp8_e4m3_rows(out.data_as<const uint8_t>(), row_scale->data_as<const float>(),
+                                                   c.dim(0), c.dim(1), back.data()));
   } else {
     convert_to_f32(out.dtype(), out.data(), back.data(), n);
   }

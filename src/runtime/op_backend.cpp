@@ -107,7 +107,7 @@ Status Dispatcher::gated_residual(float* x, const float* y, const float* gate, i
 
 namespace {
 // Block-quantized and row-scaled (fp8) weights go through quant_linear.
-bool is_block_quantized(const Tensor& W) { return dtype_traits(W.dtype()).is_quantized || W.dtype() == DType::kF8E4M3; }
+bool uses_quant_linear(const Tensor& W) { return dtype_traits(W.dtype()).is_quantized || W.dtype() == DType::kF8E4M3; }
 
 // Block-quantized weights go through quant_linear; its scratch is sized for the largest row
 // chunk it processes at once (any M works with it) and for either mode (QUILL_TERNARY_MODE).
@@ -120,7 +120,7 @@ size_t quant_scratch_floats(const Tensor& W, const ThreadPool& pool) {
 }  // namespace
 
 size_t CpuBackend::linear_scratch_floats(const Tensor& W, const ThreadPool& pool) {
-  if (W.rank() == 2 && is_block_quantized(W) && quant::quant_linear_supports(W.dtype()))
+  if (W.rank() == 2 && uses_quant_linear(W) && quant::quant_linear_supports(W.dtype()))
     return quant_scratch_floats(W, pool);
   return cpu::linear_scratch_floats(W, pool);
 }
@@ -131,7 +131,7 @@ size_t CpuBackend::attention_scratch_floats(int64_t Skv, int64_t Dh, const Threa
 Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) {
   if (W.rank() != 2) return internal_error("linear weight must be 2-D, got ", W.shape().to_string());
   const auto& tr = dtype_traits(W.dtype());
-  if (is_block_quantized(W) && quant::quant_linear_supports(W.dtype())) {
+  if (uses_quant_linear(W) && quant::quant_linear_supports(W.dtype())) {
     if (quant_scratch_floats(W, pool_) > s.linear_floats)
       return internal_error("linear scratch too small for ", tr.name, ": plan sized ", s.linear_floats, " floats");
     const quant::QuantMode mode = quant::quant_mode_from_env();
