@@ -60,8 +60,9 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-// tmm0, tmm1: C (rows x 16 int32); tmm2: A (rows x 64 u8); tmm3, tmm4: B (16 k-quads x 64 bytes).
-// Loaded on every call: other code on this thread (oneDNN's AMX matmul) may have replaced it.
+// Both kernels use the same shapes: tmm0, tmm1 C (rows x 64 bytes: 16 int32 or 16 f32); tmm2 A
+// (rows x 64 bytes: 64 u8 or 32 bf16 along k); tmm3, tmm4 B (16 rows of 64 bytes: k-quads of int8
+// or k-pairs of bf16, 16 columns). Loaded on every call: other code on this thread (oneDNN's AMX matmul) may have replaced it.
 void configure(int rows) {
   TileConfig c{};
   c.palette_id = 1;
@@ -179,20 +180,10 @@ void decode_bf16_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* pan
   }
 }
 
-void configure_bf16(int rows) {
-  TileConfig c{};
-  c.palette_id = 1;
-  c.rows[0] = c.rows[1] = c.rows[2] = uint8_t(rows);
-  c.colsb[0] = c.colsb[1] = c.colsb[2] = 64;  // C: 16 f32; A: 32 bf16 (k)
-  c.rows[3] = c.rows[4] = 16;                 // B: 16 k-pairs x 16 columns x 2
-  c.colsb[3] = c.colsb[4] = 64;
-  _tile_loadconfig(&c);
-}
-
 // act: three bf16 planes [3][rows][lda] (hi, mid, lo) of the prepared chunk.
 void tile_tq2_exact(const TileArgs& a) {
   const int rows = int(a.mr);
-  configure_bf16(rows);
+  configure(rows);
   const auto* plane0 = static_cast<const uint16_t*>(a.act);
   const int64_t plane = a.lda * a.act_rows;
   const uint16_t* x = plane0 + a.m0 * a.lda + a.k0;
