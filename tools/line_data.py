@@ -6,8 +6,12 @@ stroke weight, slant, ink and paper tone, noise, size. Every sample is
 * text      -- words from Debian's Swedish word list (wswedish) with capitals, digits, punctuation;
 * glyph     -- the text's glyph line, rendered by `quill render-line` itself, so the pixels are
                exactly what `quill line` conditions on at inference (tests/cli checks this);
-* target    -- the same text written in the hand, stretched horizontally onto the glyph line's
-               ink extent (so characters sit roughly over their glyphs) on the same canvas;
+* target    -- the same text written in the hand on the same canvas, warped horizontally so that
+               each character's advance lands on that character's span in the glyph line (a
+               piecewise-linear map through the character boundaries: joins and strokes stay
+               continuous). The model then learns a local map from a glyph to the hand's letter at
+               the same place; with --align line the hand is only stretched onto the glyph line's
+               ink extent, and characters drift off their glyphs along the line;
 * style     -- a different line written by the same hand, as the style encoder sees it: gray ->
                RGB, Pillow bicubic resize to style_size x style_size (uint8; the trainer normalises).
 
@@ -31,6 +35,8 @@ LINE_HEIGHT = 32
 BASELINE = 24           # glyph renderer: baseline at 0.75 h
 GLYPH_CAP_HEIGHT = 15   # DejaVu Sans at 0.625 h = 20 px: "H" is 15 px tall
 SUPERSAMPLE = 4
+GLYPH_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # what src/text/glyph_line.cpp uses
+GLYPH_EM = 0.625 * LINE_HEIGHT
 
 FONT_DIRS = ["bwht", "fifthhorseman", "femkeklaver", "ecolier-court", "breip", "dancingscript", "kristi", "klee",
              "joscelyn", "humor-sans"]
@@ -115,23 +121,74 @@ class Hand:
             img = img.transform(img.size, Image.AFFINE, (1, self.slant, -self.slant * BASELINE * s, 0, 1, 0),
                                 resample=Image.BILINEAR)
         a = np.asarray(img, dtype=np.float32) / 255.0
+        self._origin = pad - bbox[0]  # x of the pen's start in `a`
         cols = np.nonzero(a.max(axis=0) > 0.02)[0]
         if cols.size == 0:
+            self._origin = 0
             return np.zeros((h, 1), np.float32)
+        self._origin -= cols[0]
         return a[:, cols[0]:cols[-1] + 1]
 
-    def write(self, text: str, canvas_w: int, x0: int, x1: int, rng: random.Random) -> np.ndarray:
-        """uint8 [LINE_HEIGHT, canvas_w]: `text` in this hand, its ink spanning columns [x0, x1)."""
+    def boundaries(self, text: str) -> np.ndarray:
+        """Pen x (SUPERSAMPLE px, in the cropped coverage) before each character and after the last."""
+        return self._origin + np.array([self.font.getlength(text[:k]) for k in range(len(text) + 1)])
+
+    def write(self, text: str, canvas_w: int, x0: int, x1: int, rng: random.Random,
+              glyph_bounds: np.ndarray | None = None) -> np.ndarray:
+        """uint8 [LINE_HEIGHT, canvas_w]: `text` in this hand, its ink spanning columns [x0, x1).
+
+        With `glyph_bounds` (canvas x before each character and after the last, from
+        `glyph_boundaries`) the hand is warped so its character boundaries land there instead.
+        """
         self._jitter = rng.randint(-self.baseline_jitter, self.baseline_jitter)
         cov = self.coverage(text)
-        width = max(1, x1 - x0)
-        small = Image.fromarray((cov * 255).astype(np.uint8)).resize((width, LINE_HEIGHT), Image.LANCZOS)
         a = np.zeros((LINE_HEIGHT, canvas_w), np.float32)
-        a[:, x0:x0 + width] = np.asarray(small, np.float32)[:, : max(0, min(width, canvas_w - x0))] / 255.0
+        if glyph_bounds is None:
+            width = max(1, x1 - x0)
+            small = Image.fromarray((cov * 255).astype(np.uint8)).resize((width, LINE_HEIGHT), Image.LANCZOS)
+            a[:, x0:x0 + width] = np.asarray(small, np.float32)[:, : max(0, min(width, canvas_w - x0))] / 255.0
+        else:
+            a = warp_columns(cov, self.boundaries(text), glyph_bounds, canvas_w)
         img = self.paper - (self.paper - self.ink) * a
         if self.noise:
             img = img + np.random.default_rng(rng.randrange(1 << 30)).normal(0, self.noise, img.shape)
         return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+
+def warp_columns(cov: np.ndarray, src_bounds: np.ndarray, dst_bounds: np.ndarray, canvas_w: int) -> np.ndarray:
+    """Coverage [LINE_HEIGHT*S, w] resampled onto [LINE_HEIGHT, canvas_w]: source x src_bounds[k]
+    (supersampled px) goes to canvas x dst_bounds[k]; piecewise linear between, a shift outside."""
+    s = SUPERSAMPLE
+    xs = (np.arange(canvas_w * s) + 0.5) / s  # canvas x of each supersampled column centre
+    src = np.interp(xs, dst_bounds, src_bounds)
+    src = np.where(xs < dst_bounds[0], src_bounds[0] + (xs - dst_bounds[0]) * s, src)
+    src = np.where(xs > dst_bounds[-1], src_bounds[-1] + (xs - dst_bounds[-1]) * s, src)
+    src = src - 0.5
+    i0 = np.floor(src).astype(np.int64)
+    f = (src - i0).astype(np.float32)
+    w = cov.shape[1]
+    padded = np.concatenate([np.zeros((cov.shape[0], 1), np.float32), cov, np.zeros((cov.shape[0], 1), np.float32)],
+                            axis=1)
+    left = padded[:, np.clip(i0 + 1, 0, w + 1)]
+    right = padded[:, np.clip(i0 + 2, 0, w + 1)]
+    fine = left * (1 - f) + right * f
+    return fine.reshape(LINE_HEIGHT, s, canvas_w, s).mean(axis=(1, 3))
+
+
+_GLYPH_FONT: ImageFont.FreeTypeFont | None = None
+
+
+def glyph_boundaries(text: str, x0: int, x1: int) -> np.ndarray:
+    """Canvas x before each character and after the last in the glyph line whose ink spans
+    [x0, x1): DejaVu Sans advances (as Quill renders the line) fitted onto that ink extent."""
+    global _GLYPH_FONT
+    if _GLYPH_FONT is None:
+        _GLYPH_FONT = ImageFont.truetype(GLYPH_FONT, int(round(GLYPH_EM * SUPERSAMPLE)))
+    f = _GLYPH_FONT
+    adv = np.array([f.getlength(text[:k]) for k in range(len(text) + 1)])
+    bbox = f.getbbox(text, anchor="ls")
+    ink0, ink1 = bbox[0], max(bbox[2], bbox[0] + 1)
+    return x0 + (adv - ink0) * (x1 - x0) / (ink1 - ink0)
 
 
 def ink_extent(gray: np.ndarray) -> tuple[int, int]:
@@ -166,7 +223,7 @@ def render_glyph_lines(quill: str, texts: list[str], max_width: int) -> list[tup
 
 
 def generate(quill: str, n: int, seed: int, fonts: list[str], max_width: int, max_chars: int, style_size: int,
-             lines_per_hand: int = 8, augment: bool = True) -> dict:
+             lines_per_hand: int = 8, augment: bool = True, align: str = "char") -> dict:
     rng = random.Random(seed)
     words = load_words()
     charsets = {f: font_charset(f) for f in fonts}
@@ -188,7 +245,8 @@ def generate(quill: str, n: int, seed: int, fonts: list[str], max_width: int, ma
     for i in keep:
         j, g = glyphs[i]
         x0, x1 = ink_extent(g)
-        targets[i] = hands[i].write(texts[i], g.shape[1], x0, x1, rng)
+        bounds = glyph_boundaries(texts[i], x0, x1) if align == "char" else None
+        targets[i] = hands[i].write(texts[i], g.shape[1], x0, x1, rng, bounds)
     for i in keep:
         base = i - i % lines_per_hand
         mates = [k for k in range(base, base + lines_per_hand) if k != i and k in targets]
@@ -221,12 +279,14 @@ def main() -> None:
     ap.add_argument("--max-chars", type=int, default=40)
     ap.add_argument("--style-size", type=int, default=64)
     ap.add_argument("--held-out", action="store_true", help="use only the held-out fonts")
+    ap.add_argument("--align", choices=["char", "line"], default="char",
+                    help="char: each hand character over its glyph (default); line: whole line stretched")
     a = ap.parse_args()
     fonts = [f for f in handwriting_fonts() if (os.path.basename(f) in HELD_OUT) == a.held_out]
     os.makedirs(a.out, exist_ok=True)
     for k in range(0, a.samples, a.shard):
         d = generate(a.quill, min(a.shard, a.samples - k), a.seed * 100003 + k, fonts, a.max_width, a.max_chars,
-                     a.style_size)
+                     a.style_size, align=a.align)
         save(d, os.path.join(a.out, f"shard_{k // a.shard:03d}.npz"))
         print(f"shard {k // a.shard}: {len(d['text'])} samples", flush=True)
 

@@ -69,7 +69,7 @@ class LineData:
 
     def __init__(self, folder: str):
         self.glyph, self.target, self.style, self.width = [], [], [], []
-        for path in sorted(glob.glob(os.path.join(folder, "shard_*.npz"))):
+        for path in sorted(glob.glob(os.path.join(folder, "**", "shard_*.npz"), recursive=True)):
             d = np.load(path)
             w = d["widths"]
             off = np.concatenate([[0], np.cumsum(w.astype(np.int64) * 32)])
@@ -139,7 +139,19 @@ def train(a) -> None:
         state, preset = None, copy.deepcopy(PRESETS[a.preset])
         if a.batch:
             preset["batch"] = a.batch
+    init = None
+    if a.init and not state:
+        # Warm start: another run's EMA weights (same preset) start both the weights and the EMA;
+        # the optimiser, schedule and counters start afresh. Its training is recorded as prior.
+        init = torch.load(a.init, map_location="cpu", weights_only=False)
+        preset = copy.deepcopy(init["preset"])
+        if a.batch:
+            preset["batch"] = a.batch
+        preset["init"] = {"from": os.path.abspath(a.init), "seen": init["seen"], "elapsed": init["elapsed"],
+                          "step": init["step"], "prior": init["preset"].get("init")}
     net = Trainer(preset).to(device)
+    if init:
+        net.load_state_dict(init["ema"])
     ema = copy.deepcopy(net).eval().requires_grad_(False)
     opt = torch.optim.AdamW(net.parameters(), lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
     step, seen, elapsed_before = 0, 0, 0.0
@@ -236,13 +248,14 @@ def export(a) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", help="folder of shard_*.npz from tools/line_data.py")
+    ap.add_argument("--data", help="folder of shard_*.npz from tools/line_data.py (subfolders too)")
     ap.add_argument("--run", required=True, help="folder for checkpoint.pt")
     ap.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     ap.add_argument("--batch", type=int, default=0)
     ap.add_argument("--minutes", type=float, default=0, help="stop after this much training time (all runs)")
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init", help="warm start from this checkpoint.pt's EMA weights (a new run otherwise)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)
