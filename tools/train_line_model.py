@@ -143,7 +143,7 @@ def train(a) -> None:
     if a.init and not state:
         # Warm start: another run's EMA weights (same preset) start both the weights and the EMA;
         # the optimiser, schedule and counters start afresh. Its training is recorded as prior.
-        init = torch.load(a.init, map_location="cpu", weights_only=False)
+        init = load_init(a.init)
         preset = copy.deepcopy(init["preset"])
         if a.batch:
             preset["batch"] = a.batch
@@ -221,6 +221,27 @@ def train(a) -> None:
     print(f"done: step {step}, seen {seen}, loss {loss_avg:.4f}", flush=True)
 
 
+def load_init(path: str) -> dict:
+    """A checkpoint.pt, or an exported model folder (model.safetensors, style_encoder/, training.json)
+    such as models/quill-line, as {ema, preset, seen, elapsed, step}."""
+    if not os.path.isdir(path):
+        return torch.load(path, map_location="cpu", weights_only=False)
+    from safetensors.torch import load_file
+    with open(os.path.join(path, "training.json")) as f:
+        info = json.load(f)
+    with open(os.path.join(path, "config.json")) as f:
+        config = json.load(f)
+        if any(config.get(k) != v for k, v in asdict(LineModelConfig(**info["preset"]["model"])).items()):
+            sys.exit(f"{path}: config.json does not match training.json's preset")
+    net = Trainer(info["preset"])
+    net.model.load_state_dict({k: v.float() for k, v in load_file(os.path.join(path, "model.safetensors")).items()})
+    from transformers import Dinov2Model  # from_pretrained maps the saved names onto this version's
+    enc = Dinov2Model.from_pretrained(os.path.join(path, "style_encoder"), torch_dtype=torch.float32)
+    net.style_encoder.load_state_dict(enc.state_dict())
+    return {"ema": net.state_dict(), "preset": info["preset"], "seen": info["seen"], "elapsed": info["elapsed"],
+            "step": info["step"]}
+
+
 def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss):
     tmp = path + ".tmp"
     torch.save({"net": net.state_dict(), "ema": ema.state_dict(), "opt": opt.state_dict(), "preset": preset,
@@ -255,7 +276,8 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=0, help="stop after this much training time (all runs)")
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--init", help="warm start from this checkpoint.pt's EMA weights (a new run otherwise)")
+    ap.add_argument("--init", help="warm start from this checkpoint.pt's EMA weights, or from an exported model folder "
+                    "(a new run otherwise)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)

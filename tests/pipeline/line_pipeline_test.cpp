@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "io/image.h"
+#include "io/io_test_util.h"
 #include "pipeline/style_encoder_dinov2.h"
 #include "support/test_util.h"
 
@@ -17,9 +18,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A model folder: the test line model plus the 24-wide Dinov2 fixture as style_encoder/.
-std::string model_with_style() {
-  const fs::path dir = fs::temp_directory_path() / "quill_line_model_test";
+// A model folder: the test line model plus the 24-wide Dinov2 fixture as style_encoder/. Each test
+// gets its own folder: ctest runs tests in parallel, and rewriting a file another test has mapped
+// kills that test with SIGBUS.
+std::string model_with_style(const testing::TempDir& tmp) {
+  const fs::path dir = tmp.path() / "model";
   fs::create_directories(dir / "style_encoder");
   for (const char* f : {"config.json", "model.safetensors"}) {
     fs::copy_file(test::fixture(std::string("line/model/") + f), dir / f, fs::copy_options::overwrite_existing);
@@ -29,8 +32,8 @@ std::string model_with_style() {
   return dir.string();
 }
 
-std::string style_png() {
-  const std::string path = (fs::temp_directory_path() / "quill_style_ref.png").string();
+std::string style_png(const testing::TempDir& tmp) {
+  const std::string path = tmp.file("style_ref.png");
   Image img{40, 20, 3, std::vector<uint8_t>(40 * 20 * 3)};
   for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t((i * 37) % 251);
   EXPECT_TRUE(write_png(path, img).is_ok());
@@ -48,14 +51,15 @@ std::unique_ptr<LinePipeline> open_pipeline(ThreadPool& pool, const std::string&
 }
 
 TEST(LinePipeline, OnePlanPerBucketCfgAsOneBatchDeterministic) {
+  testing::TempDir tmp;
   ThreadPool pool(2);
-  auto p = open_pipeline(pool, model_with_style());
+  auto p = open_pipeline(pool, model_with_style(tmp));
   ASSERT_TRUE(p);
   LineOptions o;
   o.steps = 3;
   o.guidance_scale = 2.0f;
   // "abc" and "abd" fall in the same bucket; "a much longer line" in another.
-  auto a = p->generate({"abc", "a much longer line", "abd"}, style_png(), o, /*max_batch=*/1);
+  auto a = p->generate({"abc", "a much longer line", "abd"}, style_png(tmp), o, /*max_batch=*/1);
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
   ASSERT_EQ(a->size(), 3u);
   EXPECT_EQ((*a)[0].width, (*a)[2].width);
@@ -64,18 +68,19 @@ TEST(LinePipeline, OnePlanPerBucketCfgAsOneBatchDeterministic) {
   // Guidance on: every forward ran at batch 2 (uncond + cond stacked), never two batch-1 forwards.
   EXPECT_TRUE(p->engine().plan({2, (*a)[0].width}).is_ok());
   EXPECT_EQ(p->engine().plan_stats().builds, 2u);
-  auto b = p->generate({"abc", "a much longer line", "abd"}, style_png(), o, 1);
+  auto b = p->generate({"abc", "a much longer line", "abd"}, style_png(tmp), o, 1);
   ASSERT_TRUE(b.is_ok());
   EXPECT_EQ((*a)[0].gray, (*b)[0].gray);  // same seed, same pixels
   o.seed = 5;
-  auto c = p->generate({"abc"}, style_png(), o, 1);
+  auto c = p->generate({"abc"}, style_png(tmp), o, 1);
   ASSERT_TRUE(c.is_ok());
   EXPECT_NE((*a)[0].gray, (*c)[0].gray);
 }
 
 TEST(LinePipeline, ClearErrors) {
+  testing::TempDir tmp;
   ThreadPool pool(1);
-  const std::string dir = model_with_style();
+  const std::string dir = model_with_style(tmp);
   auto p = open_pipeline(pool, dir);
   ASSERT_TRUE(p);
   LineOptions o;
@@ -89,10 +94,10 @@ TEST(LinePipeline, ClearErrors) {
   expect_error({"\xe6\xbc\xa2\xe5\xad\x97"}, "", "no glyph for any character");
   expect_error({std::string(300, 'W')}, "", "max line width is 256");
   expect_error({"abc"}, "/nonexistent/style.png", "/nonexistent/style.png");
-  const std::string empty = (fs::temp_directory_path() / "quill_empty.png").string();
+  const std::string empty = tmp.file("quill_empty.png");
   std::ofstream(empty).close();
   expect_error({"abc"}, empty, "quill_empty.png");
-  const std::string junk = (fs::temp_directory_path() / "quill_junk.png").string();
+  const std::string junk = tmp.file("quill_junk.png");
   std::ofstream(junk) << "this is not an image";
   expect_error({"abc"}, junk, "quill_junk.png");
   expect_error({}, "", "no lines");
@@ -102,7 +107,7 @@ TEST(LinePipeline, ClearErrors) {
   // A model without a style encoder refuses --style instead of ignoring it.
   auto plain = LinePipeline::open(test::fixture("line/model"), "", pool);
   ASSERT_TRUE(plain.is_ok());
-  auto r = (*plain)->generate({"abc"}, style_png(), o);
+  auto r = (*plain)->generate({"abc"}, style_png(tmp), o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("no style encoder"), std::string::npos);
 }

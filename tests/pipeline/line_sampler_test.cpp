@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "io/io_test_util.h"
 #include "pipeline/line_pipeline.h"
 #include "runtime/line_engine.h"
 #include "support/test_util.h"
@@ -68,9 +69,8 @@ TEST(LineSampler, StartSigmaBeginsFromTheGlyphLine) {
 }
 
 TEST(LineSampler, ModelSamplerJsonDefaults) {
-  const auto dir = std::filesystem::temp_directory_path() / "quill_sampler_json_test";
-  std::filesystem::create_directories(dir);
-  std::filesystem::remove(dir / "sampler.json");
+  testing::TempDir tmp;
+  const auto dir = tmp.path();
   auto none = line_options_for_model(dir.string());
   ASSERT_TRUE(none.is_ok());
   EXPECT_EQ(none->start_sigma, 1.0f);
@@ -93,7 +93,6 @@ TEST(LineSampler, ModelSamplerJsonDefaults) {
     EXPECT_NE(r.status().to_string().find(phrase), std::string::npos) << r.status().to_string();
     EXPECT_NE(r.status().to_string().find("sampler.json"), std::string::npos);
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
