@@ -89,23 +89,23 @@ struct Loader {
           .with_expected_found(shape.to_string(), t.shape().to_string());
     return t;
   }
-  Result<cpu::Conv2d> conv(const std::string& p, int64_t in, int64_t out, int64_t k, int64_t stride = 1,
+  Result<Conv2dWeights> conv(const std::string& p, int64_t in, int64_t out, int64_t k, int64_t stride = 1,
                            int64_t pad = -1) {
     QUILL_ASSIGN_OR_RETURN(Tensor w, get(p + ".weight", {out, in, k, k}));
     QUILL_ASSIGN_OR_RETURN(Tensor b, get(p + ".bias", {out}));
     if (pad < 0) pad = k / 2;
-    return cpu::Conv2d::create(w, b, stride, pad, p);
+    return Conv2dWeights::create(w, b, stride, pad, p);
   }
   // diffusers' Downsample2D(padding=0): F.pad(x, (0, 1, 0, 1)) then a stride-2 3x3 convolution.
-  Result<cpu::Conv2d> downsample_conv(const std::string& p, int64_t ch) {
+  Result<Conv2dWeights> downsample_conv(const std::string& p, int64_t ch) {
     QUILL_ASSIGN_OR_RETURN(Tensor w, get(p + ".weight", {ch, ch, 3, 3}));
     QUILL_ASSIGN_OR_RETURN(Tensor b, get(p + ".bias", {ch}));
-    return cpu::Conv2d::create(w, b, 2, 0, 0, 1, 1, p);
+    return Conv2dWeights::create(w, b, 2, 0, 0, 1, 1, p);
   }
-  Result<cpu::Conv2d> linear_as_conv(const std::string& p, int64_t ch) {
+  Result<Conv2dWeights> linear_as_conv(const std::string& p, int64_t ch) {
     QUILL_ASSIGN_OR_RETURN(Tensor w, get(p + ".weight", {ch, ch}));
     QUILL_ASSIGN_OR_RETURN(Tensor b, get(p + ".bias", {ch}));
-    return cpu::Conv2d::create(w.reshape({ch, ch, 1, 1}), b, 1, 0, p);
+    return Conv2dWeights::create(w.reshape({ch, ch, 1, 1}), b, 1, 0, p);
   }
   Status f32(const std::string& name, int64_t n, std::vector<float>& out) {
     QUILL_ASSIGN_OR_RETURN(Tensor t, get(name, {n}));

@@ -4,9 +4,11 @@
 // config.json, so the diffusers source reads side by side with this file.
 //
 // Activations are NCHW f32, one sample at a time, in a workspace of three buffers sized for the
-// largest activation of the call (plus the mid-block attention's q, k, v). Weights are converted
-// to f32 once at load (VAE convolutions are small) and each convolution caches its oneDNN
-// primitive per input shape, so repeated decodes of one size build nothing.
+// largest activation of the call (plus the mid-block attention's q, k, v). Every op goes through
+// the Dispatcher, so the VAE runs on whatever backend the caller's engine has and is counted in
+// its --diag. Weights are converted to f32 once at load (VAE convolutions are small); the CPU
+// keeps its oneDNN primitive per input shape with each convolution's weights, so repeated decodes
+// of one size build nothing.
 #pragma once
 
 #include <functional>
@@ -16,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "backend/cpu/conv2d.h"
 #include "core/thread_pool.h"
+#include "runtime/dispatcher.h"
 #include "quill/status.h"
 #include "quill/tensor.h"
 
@@ -64,12 +66,12 @@ struct GroupNormParams {
 struct ResnetBlock {
   int64_t in = 0, out = 0;
   GroupNormParams norm1, norm2;
-  cpu::Conv2d conv1, conv2, conv_shortcut;  // conv_shortcut only when in != out
+  Conv2dWeights conv1, conv2, conv_shortcut;  // conv_shortcut only when in != out
 };
 struct AttentionBlock {
   int64_t channels = 0;
   GroupNormParams group_norm;
-  cpu::Conv2d to_q, to_k, to_v, to_out;  // Linear(C, C) run as 1x1 convolutions over [C, T]
+  Conv2dWeights to_q, to_k, to_v, to_out;  // Linear(C, C) run as 1x1 convolutions over [C, T]
 };
 struct MidBlock {
   ResnetBlock resnet0, resnet1;
@@ -79,14 +81,14 @@ struct MidBlock {
 struct SampleBlock {  // DownEncoderBlock2D / UpDecoderBlock2D
   std::vector<ResnetBlock> resnets;
   bool has_resample = false;
-  cpu::Conv2d resample_conv;  // downsamplers.0.conv / upsamplers.0.conv
+  Conv2dWeights resample_conv;  // downsamplers.0.conv / upsamplers.0.conv
 };
 struct Coder {  // Encoder or Decoder
-  cpu::Conv2d conv_in;
+  Conv2dWeights conv_in;
   std::vector<SampleBlock> blocks;  // down_blocks / up_blocks
   MidBlock mid;
   GroupNormParams norm_out;
-  cpu::Conv2d conv_out;
+  Conv2dWeights conv_out;
 };
 struct Workspace;
 }  // namespace vae
@@ -104,10 +106,14 @@ class AutoencoderKL {
 
   // Sampler latents [B, latent_channels, h, w] -> image [B, out_channels, h*f, w*f], about [-1, 1].
   // Applies z / scaling_factor + shift_factor first, as StableDiffusion3Pipeline does.
-  Result<Tensor> decode(const Tensor& latents, ThreadPool& pool, const VaeTiling& tiling = {}) const;
+  Result<Tensor> decode(const Tensor& latents, Dispatcher& ops, const VaeTiling& tiling = {}) const;
   // diffusers' vae.decode(z).sample: no scaling.
-  Result<Tensor> decode_unscaled(const Tensor& z, ThreadPool& pool, const VaeTiling& tiling = {}) const;
+  Result<Tensor> decode_unscaled(const Tensor& z, Dispatcher& ops, const VaeTiling& tiling = {}) const;
   // diffusers' vae.encode(x).latent_dist.mean for images [B, in_channels, H, W] (no scaling).
+  Result<Tensor> encode_mean(const Tensor& image, Dispatcher& ops) const;
+  // The same on a CPU-only dispatcher of its own over `pool` (tests, tools).
+  Result<Tensor> decode(const Tensor& latents, ThreadPool& pool, const VaeTiling& tiling = {}) const;
+  Result<Tensor> decode_unscaled(const Tensor& z, ThreadPool& pool, const VaeTiling& tiling = {}) const;
   Result<Tensor> encode_mean(const Tensor& image, ThreadPool& pool) const;
 
   // Bytes of activation workspace decode_unscaled needs for one latent of h x w (no tiling).
@@ -116,15 +122,15 @@ class AutoencoderKL {
  private:
   AutoencoderKL() = default;
   // One sample: z [latent, h, w] -> out [out_channels, h*f, w*f], post_quant_conv included.
-  Status decode_one(const float* z, int64_t h, int64_t w, float* out, vae::Workspace& ws, ThreadPool& pool) const;
+  Status decode_one(const float* z, int64_t h, int64_t w, float* out, vae::Workspace& ws, Dispatcher& ops) const;
   Status decode_tiled_one(const float* z, int64_t h, int64_t w, float* out, int64_t out_h, int64_t out_w,
-                          const VaeTiling& tiling, ThreadPool& pool) const;
+                          const VaeTiling& tiling, Dispatcher& ops) const;
   Result<Shape> tiled_output_shape(int64_t B, int64_t h, int64_t w, const VaeTiling& tiling) const;
 
   AutoencoderKLConfig config_;
   bool has_encoder_ = false;
   vae::Coder decoder_, encoder_;
-  cpu::Conv2d quant_conv_, post_quant_conv_;
+  Conv2dWeights quant_conv_, post_quant_conv_;
 };
 
 }  // namespace quill

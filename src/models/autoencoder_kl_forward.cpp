@@ -4,9 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/group_norm.h"
-#include "backend/cpu/spatial_attention.h"
-#include "backend/cpu/upsample.h"
 #include "models/autoencoder_kl.h"
 #include "models/autoencoder_kl_internal.h"
 
@@ -35,13 +32,7 @@ namespace {
 
 void note(size_t& mx, int64_t c, int64_t h, int64_t w) { mx = std::max(mx, size_t(c * h * w)); }
 
-size_t attention_floats(int64_t C, int64_t T) { return size_t(3 * C * T) + cpu::spatial_attention_scratch_floats(T); }
-
-void add_inplace(float* y, const float* x, int64_t n, ThreadPool& pool) {
-  pool.parallel_for(n, 1 << 14, [&](int64_t a, int64_t b) {
-    for (int64_t i = a; i < b; ++i) y[i] = x[i] + y[i];
-  });
-}
+size_t attention_floats(int64_t C, int64_t T) { return size_t(3 * C * T) + op_spatial_attention_scratch_floats(T); }
 
 // The activation in buffer `idx` of the workspace: [C, H, W].
 struct Act {
@@ -49,52 +40,52 @@ struct Act {
   int64_t C, H, W;
 };
 
-void norm(const GroupNormParams& g, const float* x, float* y, int64_t C, int64_t HW, int64_t groups, bool silu,
-          ThreadPool& pool) {
-  cpu::group_norm(x, y, 1, C, HW, groups, kNormEps, g.gamma.data(), g.beta.data(), silu, pool);
+Status norm(const GroupNormParams& g, const float* x, float* y, int64_t C, int64_t HW, int64_t groups, bool silu,
+            Dispatcher& ops) {
+  return ops.group_norm(x, y, 1, C, HW, groups, kNormEps, g.gamma.data(), g.beta.data(), silu);
 }
 
 // ResnetBlock2D: x + conv2(silu(gn2(conv1(silu(gn1(x)))))), with a 1x1 shortcut when channels change.
-Status resnet(const ResnetBlock& r, Act& x, Workspace& ws, int64_t groups, ThreadPool& pool) {
+Status resnet(const ResnetBlock& r, Act& x, Workspace& ws, int64_t groups, Dispatcher& ops) {
   const int j = (x.idx + 1) % 3, k = (x.idx + 2) % 3;
   float *X = ws.b(x.idx), *J = ws.b(j), *K = ws.b(k);
   const int64_t HW = x.H * x.W;
-  norm(r.norm1, X, J, r.in, HW, groups, true, pool);
-  QUILL_RETURN_IF_ERROR(r.conv1.forward(J, 1, x.H, x.W, K, pool));
-  norm(r.norm2, K, K, r.out, HW, groups, true, pool);
-  QUILL_RETURN_IF_ERROR(r.conv2.forward(K, 1, x.H, x.W, J, pool));
+  QUILL_RETURN_IF_ERROR(norm(r.norm1, X, J, r.in, HW, groups, true, ops));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, r.conv1, K));
+  QUILL_RETURN_IF_ERROR(norm(r.norm2, K, K, r.out, HW, groups, true, ops));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(K, 1, x.H, x.W, r.conv2, J));
   const float* residual = X;
   if (r.in != r.out) {
-    QUILL_RETURN_IF_ERROR(r.conv_shortcut.forward(X, 1, x.H, x.W, K, pool));
+    QUILL_RETURN_IF_ERROR(ops.conv2d(X, 1, x.H, x.W, r.conv_shortcut, K));
     residual = K;
   }
-  add_inplace(J, residual, r.out * HW, pool);
+  QUILL_RETURN_IF_ERROR(ops.add(J, residual, r.out, HW, r.out));
   x = {j, r.out, x.H, x.W};
   return Status::ok();
 }
 
 // Attention(heads=1) with group_norm and a residual: x + to_out(attn(to_q(gn(x)), to_k(.), to_v(.))).
 // Projections run on [C, T] as 1x1 convolutions, so the tokens never leave channel-major order.
-Status attention(const AttentionBlock& a, Act& x, Workspace& ws, int64_t groups, ThreadPool& pool) {
+Status attention(const AttentionBlock& a, Act& x, Workspace& ws, int64_t groups, Dispatcher& ops) {
   const int j = (x.idx + 1) % 3, k = (x.idx + 2) % 3;
   float *X = ws.b(x.idx), *J = ws.b(j), *K = ws.b(k);
   const int64_t C = a.channels, T = x.H * x.W;
   float *q = ws.attn.get(), *kk = q + C * T, *v = kk + C * T, *scratch = v + C * T;
-  norm(a.group_norm, X, J, C, T, groups, false, pool);
-  QUILL_RETURN_IF_ERROR(a.to_q.forward(J, 1, x.H, x.W, q, pool));
-  QUILL_RETURN_IF_ERROR(a.to_k.forward(J, 1, x.H, x.W, kk, pool));
-  QUILL_RETURN_IF_ERROR(a.to_v.forward(J, 1, x.H, x.W, v, pool));
-  cpu::spatial_attention(q, kk, v, J, C, T, float(1.0 / std::sqrt(double(C))), scratch, pool);
-  QUILL_RETURN_IF_ERROR(a.to_out.forward(J, 1, x.H, x.W, K, pool));
-  add_inplace(K, X, C * T, pool);
+  QUILL_RETURN_IF_ERROR(norm(a.group_norm, X, J, C, T, groups, false, ops));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_q, q));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_k, kk));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_v, v));
+  QUILL_RETURN_IF_ERROR(ops.spatial_attention(q, kk, v, J, C, T, float(1.0 / std::sqrt(double(C))), scratch));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_out, K));
+  QUILL_RETURN_IF_ERROR(ops.add(K, X, C, T, C));
   x.idx = k;
   return Status::ok();
 }
 
-Status mid_block(const MidBlock& m, Act& x, Workspace& ws, int64_t groups, ThreadPool& pool) {
-  QUILL_RETURN_IF_ERROR(resnet(m.resnet0, x, ws, groups, pool));
-  if (m.has_attention) QUILL_RETURN_IF_ERROR(attention(m.attention, x, ws, groups, pool));
-  return resnet(m.resnet1, x, ws, groups, pool);
+Status mid_block(const MidBlock& m, Act& x, Workspace& ws, int64_t groups, Dispatcher& ops) {
+  QUILL_RETURN_IF_ERROR(resnet(m.resnet0, x, ws, groups, ops));
+  if (m.has_attention) QUILL_RETURN_IF_ERROR(attention(m.attention, x, ws, groups, ops));
+  return resnet(m.resnet1, x, ws, groups, ops);
 }
 
 }  // namespace
@@ -137,45 +128,44 @@ WorkspaceSizes encoder_sizes(const AutoencoderKLConfig& c, int64_t h, int64_t w)
 }
 
 Status run_decoder(const Coder& d, const AutoencoderKLConfig& c, const float* z, int64_t h, int64_t w, float* out,
-                   Workspace& ws, ThreadPool& pool) {
+                   Workspace& ws, Dispatcher& ops) {
   const int64_t G = c.norm_num_groups;
-  Act x{0, d.conv_in.out_channels(), h, w};
-  QUILL_RETURN_IF_ERROR(d.conv_in.forward(z, 1, h, w, ws.b(0), pool));
-  QUILL_RETURN_IF_ERROR(mid_block(d.mid, x, ws, G, pool));
+  Act x{0, d.conv_in.out_channels, h, w};
+  QUILL_RETURN_IF_ERROR(ops.conv2d(z, 1, h, w, d.conv_in, ws.b(0)));
+  QUILL_RETURN_IF_ERROR(mid_block(d.mid, x, ws, G, ops));
   for (const auto& b : d.blocks) {
-    for (const auto& r : b.resnets) QUILL_RETURN_IF_ERROR(resnet(r, x, ws, G, pool));
+    for (const auto& r : b.resnets) QUILL_RETURN_IF_ERROR(resnet(r, x, ws, G, ops));
     if (b.has_resample) {  // Upsample2D: nearest x2, then a 3x3 convolution
       const int j = (x.idx + 1) % 3, k = (x.idx + 2) % 3;
-      cpu::upsample_nearest2x(ws.b(x.idx), ws.b(j), x.C, x.H, x.W, pool);
-      QUILL_RETURN_IF_ERROR(b.resample_conv.forward(ws.b(j), 1, 2 * x.H, 2 * x.W, ws.b(k), pool));
+      QUILL_RETURN_IF_ERROR(ops.upsample_nearest2x(ws.b(x.idx), ws.b(j), x.C, x.H, x.W));
+      QUILL_RETURN_IF_ERROR(ops.conv2d(ws.b(j), 1, 2 * x.H, 2 * x.W, b.resample_conv, ws.b(k)));
       x = {k, x.C, 2 * x.H, 2 * x.W};
     }
   }
-  norm(d.norm_out, ws.b(x.idx), ws.b(x.idx), x.C, x.H * x.W, G, true, pool);
-  return d.conv_out.forward(ws.b(x.idx), 1, x.H, x.W, out, pool);
+  QUILL_RETURN_IF_ERROR(norm(d.norm_out, ws.b(x.idx), ws.b(x.idx), x.C, x.H * x.W, G, true, ops));
+  return ops.conv2d(ws.b(x.idx), 1, x.H, x.W, d.conv_out, out);
 }
 
-Status run_encoder(const Coder& e, const cpu::Conv2d* quant_conv, const AutoencoderKLConfig& c, const float* img,
-                   int64_t H, int64_t W, float* mean, Workspace& ws, ThreadPool& pool) {
+Status run_encoder(const Coder& e, const Conv2dWeights* quant_conv, const AutoencoderKLConfig& c, const float* img,
+                   int64_t H, int64_t W, float* mean, Workspace& ws, Dispatcher& ops) {
   const int64_t G = c.norm_num_groups;
-  Act x{0, e.conv_in.out_channels(), H, W};
-  QUILL_RETURN_IF_ERROR(e.conv_in.forward(img, 1, H, W, ws.b(0), pool));
+  Act x{0, e.conv_in.out_channels, H, W};
+  QUILL_RETURN_IF_ERROR(ops.conv2d(img, 1, H, W, e.conv_in, ws.b(0)));
   for (const auto& b : e.blocks) {
-    for (const auto& r : b.resnets) QUILL_RETURN_IF_ERROR(resnet(r, x, ws, G, pool));
+    for (const auto& r : b.resnets) QUILL_RETURN_IF_ERROR(resnet(r, x, ws, G, ops));
     if (b.has_resample) {  // Downsample2D(padding=0): pad (0, 1, 0, 1), 3x3 stride 2
       const int j = (x.idx + 1) % 3;
-      QUILL_RETURN_IF_ERROR(b.resample_conv.forward(ws.b(x.idx), 1, x.H, x.W, ws.b(j), pool));
-      const auto g = b.resample_conv.geometry(1, x.H, x.W);
-      x = {j, x.C, g.out_h(), g.out_w()};
+      QUILL_RETURN_IF_ERROR(ops.conv2d(ws.b(x.idx), 1, x.H, x.W, b.resample_conv, ws.b(j)));
+      x = {j, x.C, b.resample_conv.out_h(x.H), b.resample_conv.out_w(x.W)};
     }
   }
-  QUILL_RETURN_IF_ERROR(mid_block(e.mid, x, ws, G, pool));
-  norm(e.norm_out, ws.b(x.idx), ws.b(x.idx), x.C, x.H * x.W, G, true, pool);
+  QUILL_RETURN_IF_ERROR(mid_block(e.mid, x, ws, G, ops));
+  QUILL_RETURN_IF_ERROR(norm(e.norm_out, ws.b(x.idx), ws.b(x.idx), x.C, x.H * x.W, G, true, ops));
   const int j = (x.idx + 1) % 3, k = (x.idx + 2) % 3;
-  QUILL_RETURN_IF_ERROR(e.conv_out.forward(ws.b(x.idx), 1, x.H, x.W, ws.b(j), pool));
+  QUILL_RETURN_IF_ERROR(ops.conv2d(ws.b(x.idx), 1, x.H, x.W, e.conv_out, ws.b(j)));
   const float* moments = ws.b(j);  // [2 * latent, h, w]: mean, then logvar
   if (quant_conv) {
-    QUILL_RETURN_IF_ERROR(quant_conv->forward(ws.b(j), 1, x.H, x.W, ws.b(k), pool));
+    QUILL_RETURN_IF_ERROR(ops.conv2d(ws.b(j), 1, x.H, x.W, *quant_conv, ws.b(k)));
     moments = ws.b(k);
   }
   std::memcpy(mean, moments, size_t(c.latent_channels * x.H * x.W) * sizeof(float));
@@ -202,15 +192,15 @@ size_t AutoencoderKL::decode_workspace_bytes(int64_t h, int64_t w) const {
 }
 
 Status AutoencoderKL::decode_one(const float* z, int64_t h, int64_t w, float* out, vae::Workspace& ws,
-                                 ThreadPool& pool) const {
+                                 Dispatcher& ops) const {
   if (config_.use_post_quant_conv) {
-    QUILL_RETURN_IF_ERROR(post_quant_conv_.forward(z, 1, h, w, ws.latent.get(), pool));
+    QUILL_RETURN_IF_ERROR(ops.conv2d(z, 1, h, w, post_quant_conv_, ws.latent.get()));
     z = ws.latent.get();
   }
-  return vae::run_decoder(decoder_, config_, z, h, w, out, ws, pool);
+  return vae::run_decoder(decoder_, config_, z, h, w, out, ws, ops);
 }
 
-Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, ThreadPool& pool, const VaeTiling& tiling) const {
+Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, Dispatcher& ops, const VaeTiling& tiling) const {
   QUILL_RETURN_IF_ERROR(check_nchw(z, "latents", config_.latent_channels));
   const int64_t B = z.dim(0), h = z.dim(2), w = z.dim(3), f = config_.downscale();
   if (tiling.enabled) {
@@ -220,7 +210,7 @@ Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, ThreadPool& pool,
       const int64_t per_in = z.numel() / B, per_out = out.numel() / B;
       for (int64_t b = 0; b < B; ++b)
         QUILL_RETURN_IF_ERROR(decode_tiled_one(z.data_as<float>() + b * per_in, h, w,
-                                               out.data_as<float>() + b * per_out, shape[2], shape[3], tiling, pool));
+                                               out.data_as<float>() + b * per_out, shape[2], shape[3], tiling, ops));
       return out;
     }
   }
@@ -232,11 +222,11 @@ Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, ThreadPool& pool,
   const int64_t per_in = z.numel() / B, per_out = out.numel() / B;
   for (int64_t b = 0; b < B; ++b)
     QUILL_RETURN_IF_ERROR(
-        decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, ws, pool));
+        decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, ws, ops));
   return out;
 }
 
-Result<Tensor> AutoencoderKL::decode(const Tensor& latents, ThreadPool& pool, const VaeTiling& tiling) const {
+Result<Tensor> AutoencoderKL::decode(const Tensor& latents, Dispatcher& ops, const VaeTiling& tiling) const {
   QUILL_RETURN_IF_ERROR(check_nchw(latents, "latents", config_.latent_channels));
   // StableDiffusion3Pipeline: latents / scaling_factor + shift_factor, in f32.
   Tensor z = Tensor::empty(DType::kF32, latents.shape());
@@ -244,10 +234,10 @@ Result<Tensor> AutoencoderKL::decode(const Tensor& latents, ThreadPool& pool, co
   const float* src = latents.data_as<float>();
   float* dst = z.data_as<float>();
   for (int64_t i = 0; i < z.numel(); ++i) dst[i] = src[i] / sf + sh;
-  return decode_unscaled(z, pool, tiling);
+  return decode_unscaled(z, ops, tiling);
 }
 
-Result<Tensor> AutoencoderKL::encode_mean(const Tensor& image, ThreadPool& pool) const {
+Result<Tensor> AutoencoderKL::encode_mean(const Tensor& image, Dispatcher& ops) const {
   if (!has_encoder_) return unsupported("this AutoencoderKL was loaded without encoder weights");
   QUILL_RETURN_IF_ERROR(check_nchw(image, "image", config_.in_channels));
   const int64_t B = image.dim(0), H = image.dim(2), W = image.dim(3);
@@ -264,8 +254,25 @@ Result<Tensor> AutoencoderKL::encode_mean(const Tensor& image, ThreadPool& pool)
   for (int64_t b = 0; b < B; ++b)
     QUILL_RETURN_IF_ERROR(vae::run_encoder(encoder_, config_.use_quant_conv ? &quant_conv_ : nullptr, config_,
                                            image.data_as<float>() + b * per_in, H, W,
-                                           out.data_as<float>() + b * per_out, ws, pool));
+                                           out.data_as<float>() + b * per_out, ws, ops));
   return out;
+}
+
+// CPU-only conveniences: a dispatcher of their own over `pool`.
+Result<Tensor> AutoencoderKL::decode(const Tensor& latents, ThreadPool& pool, const VaeTiling& tiling) const {
+  auto cpu = make_cpu_backend(pool);
+  Dispatcher ops(cpu.get());
+  return decode(latents, ops, tiling);
+}
+Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, ThreadPool& pool, const VaeTiling& tiling) const {
+  auto cpu = make_cpu_backend(pool);
+  Dispatcher ops(cpu.get());
+  return decode_unscaled(z, ops, tiling);
+}
+Result<Tensor> AutoencoderKL::encode_mean(const Tensor& image, ThreadPool& pool) const {
+  auto cpu = make_cpu_backend(pool);
+  Dispatcher ops(cpu.get());
+  return encode_mean(image, ops);
 }
 
 }  // namespace quill

@@ -27,9 +27,9 @@ WorkspaceSizes encoder_sizes(const AutoencoderKLConfig& c, int64_t H, int64_t W)
 
 // z [latent, h, w] (post_quant_conv already applied) -> out [out_channels, h*f, w*f].
 Status run_decoder(const Coder& d, const AutoencoderKLConfig& c, const float* z, int64_t h, int64_t w, float* out,
-                   Workspace& ws, ThreadPool& pool);
+                   Workspace& ws, Dispatcher& ops);
 // img [in_channels, H, W] -> mean [latent, h, w] (quant_conv applied when given).
-Status run_encoder(const Coder& e, const cpu::Conv2d* quant_conv, const AutoencoderKLConfig& c, const float* img,
-                   int64_t H, int64_t W, float* mean, Workspace& ws, ThreadPool& pool);
+Status run_encoder(const Coder& e, const Conv2dWeights* quant_conv, const AutoencoderKLConfig& c, const float* img,
+                   int64_t H, int64_t W, float* mean, Workspace& ws, Dispatcher& ops);
 
 }  // namespace quill::vae

@@ -90,7 +90,7 @@ Result<Shape> AutoencoderKL::tiled_output_shape(int64_t B, int64_t h, int64_t w,
 }
 
 Status AutoencoderKL::decode_tiled_one(const float* z, int64_t h, int64_t w, float* out, int64_t out_h, int64_t out_w,
-                                       const VaeTiling& tiling, ThreadPool& pool) const {
+                                       const VaeTiling& tiling, Dispatcher& ops) const {
   QUILL_ASSIGN_OR_RETURN(TileGrid g, make_grid(config_, h, w, tiling));
   const int64_t L = config_.latent_channels, C = config_.out_channels, f = g.f;
   const int64_t max_lh = std::min(g.tl, h), max_lw = std::min(g.tl, w);
@@ -119,7 +119,7 @@ Status AutoencoderKL::decode_tiled_one(const float* z, int64_t h, int64_t w, flo
       for (int64_t c = 0; c < L; ++c)
         for (int64_t y = 0; y < lh; ++y)
           std::memcpy(zt.data() + (c * lh + y) * lw, z + (c * h + i + y) * w + j, size_t(lw) * sizeof(float));
-      QUILL_RETURN_IF_ERROR(decode_one(zt.data(), lh, lw, tile.data(), ws, pool));
+      QUILL_RETURN_IF_ERROR(decode_one(zt.data(), lh, lw, tile.data(), ws, ops));
 
       if (ri > 0) {
         const Strip& a = above[ci];

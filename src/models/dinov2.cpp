@@ -4,9 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/gelu_erf.h"
-#include "backend/cpu/ops.h"
-#include "backend/cpu/resize_bicubic.h"
 
 namespace quill {
 
@@ -120,9 +117,10 @@ std::string pick(const ModelFiles& files, std::initializer_list<std::string> nam
 
 }  // namespace
 
-Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<ModelFiles> files, ThreadPool& pool) {
+Result<std::unique_ptr<Dinov2Model>> Dinov2Model::load(std::shared_ptr<ModelFiles> files) {
   if (!files) return invalid_argument("Dinov2Encoder::load: no model files");
-  std::unique_ptr<Dinov2Encoder> m(new Dinov2Encoder(files, pool));
+  auto m = std::make_unique<Dinov2Model>();
+  m->files_ = files;
   const ModelFiles& f = *files;
   if (!f.has_config()) return invalid_file("Dinov2 model has no config.json").with_file(f.path());
   QUILL_ASSIGN_OR_RETURN(m->cfg_, Dinov2Config::from_json(f.config(), f.path()));
@@ -172,36 +170,26 @@ Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<Model
   QUILL_ASSIGN_OR_RETURN(m->final_norm_w, load_f32(f, "layernorm.weight", {D}));
   QUILL_ASSIGN_OR_RETURN(m->final_norm_b, load_f32(f, "layernorm.bias", {D}));
 
-  size_t scratch = cpu::linear_scratch_floats(m->patch_proj.weight, pool);
-  for (const auto& L : m->layers)
-    for (const Linear* l : {&L.q, &L.k, &L.v, &L.o, &L.fc1, &L.fc2, L.up ? &*L.up : nullptr})
-      if (l) scratch = std::max(scratch, cpu::linear_scratch_floats(l->weight, pool));
-  m->linear_scratch = scratch;
   return m;
+}
+
+Result<std::unique_ptr<Dinov2Encoder>> Dinov2Encoder::load(std::shared_ptr<ModelFiles> files, ThreadPool& pool) {
+  QUILL_ASSIGN_OR_RETURN(auto model, Dinov2Model::load(std::move(files)));
+  return std::unique_ptr<Dinov2Encoder>(
+      new Dinov2Encoder(std::make_unique<Engine<Dinov2Model>>(std::move(model), pool)));
 }
 
 // ---- forward ----
 
-struct Dinov2Encoder::Buffers {
-  float* patches = nullptr;                                         // [B*N, C*ph*pw]
-  float* pos = nullptr;                                             // [S, D]
-  float* x = nullptr;                                               // [B*S, D] residual stream
-  float* h = nullptr;                                               // [B*S, D] normed
-  float *q = nullptr, *k = nullptr, *v = nullptr, *attn = nullptr;  // [B*S, inner]
-  float* tmp = nullptr;                                             // [B*S, D] branch output (patch embeddings first)
-  float* ff = nullptr;                                              // [B*S, F] (SwiGLU: [B*S, 2F], gate then up)
-  float* ff_act = nullptr;                                          // [B*S, F] SwiGLU product
-  float* out = nullptr;  // [B*S, D] final norm when the caller wants no last_hidden
-  float* linear_scratch = nullptr;
-  float* attention_scratch = nullptr;
-};
+std::string Dinov2Bucket::to_string() const { return str_cat("dinov2 b", batch, " ", height, "x", width); }
 
 int64_t Dinov2Encoder::sequence_length(int64_t H, int64_t W) const {
-  return 1 + (H / cfg_.patch_h) * (W / cfg_.patch_w);
+  return 1 + (H / config().patch_h) * (W / config().patch_w);
 }
 
-size_t Dinov2Encoder::layout(int64_t B, int64_t S, int64_t N, Arena* arena, Buffers* bufs) const {
+size_t Dinov2Model::layout(const Bucket& bk, const ThreadPool& pool, Arena* arena, Buffers* bufs) const {
   const auto& c = cfg_;
+  const int64_t B = bk.batch, N = (bk.height / c.patch_h) * (bk.width / c.patch_w), S = 1 + N;
   const int64_t D = c.hidden_size, I = c.inner_dim(), F = c.mlp_hidden(), M = B * S;
   ArenaSizer sizer;
   auto take = [&](float*& p, int64_t floats) {
@@ -222,24 +210,28 @@ size_t Dinov2Encoder::layout(int64_t B, int64_t S, int64_t N, Arena* arena, Buff
   take(b.ff, M * F * (c.use_swiglu_ffn ? 2 : 1));
   take(b.ff_act, c.use_swiglu_ffn ? M * F : 0);
   take(b.out, M * D);
-  take(b.linear_scratch, static_cast<int64_t>(linear_scratch));
-  take(b.attention_scratch, static_cast<int64_t>(cpu::attention_scratch_floats(S, c.head_dim, pool_)));
+  size_t lin = op_linear_scratch_floats(patch_proj.weight, pool);
+  for (const auto& L : layers)
+    for (const Linear* l : {&L.q, &L.k, &L.v, &L.o, &L.fc1, &L.fc2, L.up ? &*L.up : nullptr})
+      if (l) lin = std::max(lin, op_linear_scratch_floats(l->weight, pool));
+  b.scratch.linear_floats = lin;
+  b.scratch.attention_floats = op_attention_scratch_floats(S, c.head_dim, pool);
+  take(b.scratch.linear, static_cast<int64_t>(lin));
+  take(b.scratch.attention, static_cast<int64_t>(b.scratch.attention_floats));
   if (bufs) *bufs = b;
   return sizer.peak() + Arena::kAlign;
 }
 
-Status Dinov2Encoder::check_input(int64_t B, int64_t C, int64_t H, int64_t W) const {
+Status Dinov2Model::validate(const Bucket& b) const {
+  const int64_t B = b.batch, H = b.height, W = b.width;
   if (B < 1) return invalid_argument("Dinov2 encode: batch must be at least 1, got ", B);
-  if (C != cfg_.num_channels)
-    return invalid_argument("Dinov2 encode: wrong number of image channels")
-        .with_expected_found(std::to_string(cfg_.num_channels), std::to_string(C));
   if (H < cfg_.patch_h || W < cfg_.patch_w)
     return invalid_argument("Dinov2 encode: image ", H, "x", W, " is smaller than one ", cfg_.patch_h, "x",
                             cfg_.patch_w, " patch");
   return Status();
 }
 
-Status Dinov2Encoder::position_table(int64_t H, int64_t W, int64_t gh, int64_t gw, float* pos) const {
+Status Dinov2Model::position_table(int64_t H, int64_t W, int64_t gh, int64_t gw, float* pos, Dispatcher& ops) const {
   const int64_t D = cfg_.hidden_size, P = num_positions;
   // interpolate_pos_encoding: the table is used as is only for a square image with as many
   // patches as positions; otherwise its patch part is resized to the grid (even to the same grid).
@@ -255,8 +247,7 @@ Status Dinov2Encoder::position_table(int64_t H, int64_t W, int64_t gh, int64_t g
   std::memcpy(pos, position_embeddings.data(), static_cast<size_t>(D) * sizeof(float));  // class position
   // Resized in f32 (transformers resizes in float32 and casts back to the table's dtype; Quill's
   // activations are f32, so there is nothing to cast back to).
-  cpu::resize_bicubic(position_embeddings.data() + D, side, side, D, pos + D, gh, gw);
-  return Status();
+  return ops.resize_bicubic(position_embeddings.data() + D, side, side, D, pos + D, gh, gw);
 }
 
 Status Dinov2Encoder::encode(const Tensor& pixels, float* pooled, float* last_hidden) {
@@ -269,18 +260,24 @@ Status Dinov2Encoder::encode(const Tensor& pixels, float* pooled, float* last_hi
 
 Status Dinov2Encoder::encode(const float* pixels, int64_t B, int64_t C, int64_t H, int64_t W, float* pooled,
                              float* last_hidden) {
-  QUILL_RETURN_IF_ERROR(check_input(B, C, H, W));
+  const Dinov2Config& c = config();
+  if (C != c.num_channels)
+    return invalid_argument("Dinov2 encode: wrong number of image channels")
+        .with_expected_found(std::to_string(c.num_channels), std::to_string(C));
   if (!pixels || !pooled) return invalid_argument("Dinov2 encode: null pixels or pooled output");
+  const Dinov2Bucket bucket{B, H, W};
+  QUILL_RETURN_IF_ERROR(engine_->model().validate(bucket));
+  return engine_->forward(bucket, pixels, pooled, last_hidden);
+}
+
+Status Dinov2Model::forward(const Bucket& bk, const float* pixels, float* pooled, float* last_hidden, Buffers& w,
+                            Dispatcher& ops) const {
   const auto& c = cfg_;
+  const int64_t B = bk.batch, C = c.num_channels, H = bk.height, W = bk.width;
   const int64_t ph = c.patch_h, pw = c.patch_w, gh = H / ph, gw = W / pw, N = gh * gw, S = 1 + N;
   const int64_t D = c.hidden_size, K = C * ph * pw;
-
-  const size_t need = layout(B, S, N, nullptr, nullptr);
-  if (arena_.capacity() < need) arena_.reserve(need);
-  arena_.reset();
-  Buffers w;
-  layout(B, S, N, &arena_, &w);
-  QUILL_RETURN_IF_ERROR(position_table(H, W, gh, gw, w.pos));
+  ops.set_scratch(w.scratch);
+  QUILL_RETURN_IF_ERROR(position_table(H, W, gh, gw, w.pos, ops));
 
   // Dinov2PatchEmbeddings: conv with kernel = stride = patch as a linear over im2col rows
   // [b*N + gy*gw + gx][c*ph*pw + ky*pw + kx] (the conv weight's [D, C, ph, pw] order).
@@ -294,91 +291,77 @@ Status Dinov2Encoder::encode(const float* pixels, int64_t B, int64_t C, int64_t 
             std::memcpy(row + (ch * ph + ky) * pw, src, static_cast<size_t>(pw) * sizeof(float));
           }
       }
-  cpu::linear(w.patches, B * N, patch_proj.weight, patch_proj.bias_ptr(), w.tmp, w.linear_scratch, pool_);
+  QUILL_RETURN_IF_ERROR(ops.linear(w.patches, B * N, patch_proj.weight, patch_proj.bias_ptr(), w.tmp));
 
   // [CLS, patches] + position table.
   for (int64_t b = 0; b < B; ++b) {
     float* xb = w.x + b * S * D;
-    for (int64_t i = 0; i < D; ++i) xb[i] = cls_token[size_t(i)] + w.pos[i];
-    const float* pe = w.tmp + b * N * D;
-    for (int64_t i = 0; i < N * D; ++i) xb[D + i] = pe[i] + w.pos[D + i];
+    std::memcpy(xb, cls_token.data(), static_cast<size_t>(D) * sizeof(float));
+    std::memcpy(xb + D, w.tmp + b * N * D, static_cast<size_t>(N * D) * sizeof(float));
   }
+  QUILL_RETURN_IF_ERROR(ops.add(w.x, w.pos, B * S, D, S));
 
-  for (const auto& L : layers) run_layer(L, B, S, w);
+  for (const auto& L : layers) QUILL_RETURN_IF_ERROR(run_layer(L, B, S, w, ops));
 
   float* out = last_hidden ? last_hidden : w.out;
-  cpu::layer_norm(w.x, out, B * S, D, static_cast<float>(c.layer_norm_eps), final_norm_w.data(), final_norm_b.data(),
-                  pool_);
+  QUILL_RETURN_IF_ERROR(ops.layer_norm(w.x, out, B * S, D, static_cast<float>(c.layer_norm_eps), final_norm_w.data(),
+                                       final_norm_b.data()));
   for (int64_t b = 0; b < B; ++b) std::memcpy(pooled + b * D, out + b * S * D, static_cast<size_t>(D) * sizeof(float));
   return Status();
 }
 
 namespace {
 
-// out[m, j] = silu(gate[m, j]) * up[m, j]; gate and up rows `ld` floats apart, out rows F apart.
-void swiglu(const float* gate, const float* up, int64_t ld, float* out, int64_t M, int64_t F, ThreadPool& pool) {
-  pool.parallel_for(M, 1, [&](int64_t m0, int64_t m1) {
-    for (int64_t m = m0; m < m1; ++m)
-      for (int64_t j = 0; j < F; ++j) {
-        const float g = gate[m * ld + j];
-        out[m * F + j] = g / (1.0f + std::exp(-g)) * up[m * ld + j];
-      }
-  });
-}
-
-void activate(Dinov2Act act, float* x, int64_t n, ThreadPool& pool) {
+Status activate(Dinov2Act act, float* x, int64_t n, Dispatcher& ops) {
   switch (act) {
     case Dinov2Act::kGeluErf:
-      cpu::gelu_erf(x, n, pool);
-      break;
+      return ops.gelu_erf(x, n);
     case Dinov2Act::kGeluTanh:
-      cpu::gelu_tanh(x, n, pool);
-      break;
+      return ops.gelu_tanh(x, n);
     case Dinov2Act::kSilu:
-      cpu::silu(x, n, pool);
-      break;
+      return ops.silu(x, n);
     case Dinov2Act::kRelu:
-      for (int64_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
-      break;
+      return ops.relu(x, n);
   }
+  return internal_error("Dinov2: unknown activation");
 }
 
 }  // namespace
 
-void Dinov2Encoder::run_layer(const Dinov2Layer& L, int64_t B, int64_t S, const Buffers& w) {
+Status Dinov2Model::run_layer(const Dinov2Layer& L, int64_t B, int64_t S, const Buffers& w, Dispatcher& ops) const {
   const auto& c = cfg_;
   const int64_t D = c.hidden_size, F = c.mlp_hidden(), M = B * S;
   const auto eps = static_cast<float>(c.layer_norm_eps);
   const auto scale = static_cast<float>(std::pow(static_cast<double>(c.head_dim), -0.5));
 
   // x += lambda1 * o_proj(attention(norm1(x)))
-  cpu::layer_norm(w.x, w.h, M, D, eps, L.norm1_w.data(), L.norm1_b.data(), pool_);
-  cpu::linear(w.h, M, L.q.weight, L.q.bias_ptr(), w.q, w.linear_scratch, pool_);  // [B, S, H, Dh]
-  cpu::linear(w.h, M, L.k.weight, L.k.bias_ptr(), w.k, w.linear_scratch, pool_);
-  cpu::linear(w.h, M, L.v.weight, L.v.bias_ptr(), w.v, w.linear_scratch, pool_);
-  cpu::attention(w.q, w.k, w.v, w.attn, B, S, S, c.num_attention_heads, c.head_dim, scale, w.attention_scratch, pool_);
-  cpu::linear(w.attn, M, L.o.weight, L.o.bias_ptr(), w.tmp, w.linear_scratch, pool_);
-  cpu::gated_residual(w.x, w.tmp, L.lambda1.data(), 1, M, D, 0, pool_);
+  QUILL_RETURN_IF_ERROR(ops.layer_norm(w.x, w.h, M, D, eps, L.norm1_w.data(), L.norm1_b.data()));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.q.weight, L.q.bias_ptr(), w.q));  // [B, S, H, Dh]
+  QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.k.weight, L.k.bias_ptr(), w.k));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.v.weight, L.v.bias_ptr(), w.v));
+  QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, c.num_attention_heads, c.head_dim, scale));
+  QUILL_RETURN_IF_ERROR(ops.linear(w.attn, M, L.o.weight, L.o.bias_ptr(), w.tmp));
+  QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp, L.lambda1.data(), 1, M, D, 0));
 
   // x += lambda2 * mlp(norm2(x))
-  cpu::layer_norm(w.x, w.h, M, D, eps, L.norm2_w.data(), L.norm2_b.data(), pool_);
+  QUILL_RETURN_IF_ERROR(ops.layer_norm(w.x, w.h, M, D, eps, L.norm2_w.data(), L.norm2_b.data()));
   const float* mlp_in = w.ff;
   if (!c.use_swiglu_ffn) {
-    cpu::linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff, w.linear_scratch, pool_);  // [M, F]
-    activate(c.act, w.ff, M * F, pool_);
+    QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff));  // [M, F]
+    QUILL_RETURN_IF_ERROR(activate(c.act, w.ff, M * F, ops));
   } else if (!L.up) {
-    cpu::linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff, w.linear_scratch, pool_);  // [M, 2F] gate | up
-    swiglu(w.ff, w.ff + F, 2 * F, w.ff_act, M, F, pool_);
+    QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff));  // [M, 2F] gate | up
+    QUILL_RETURN_IF_ERROR(ops.swiglu(w.ff, w.ff + F, 2 * F, w.ff_act, M, F));
     mlp_in = w.ff_act;
   } else {
     // gate_proj and up_proj: gate [M, F] then up [M, F].
-    cpu::linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff, w.linear_scratch, pool_);
-    cpu::linear(w.h, M, L.up->weight, L.up->bias_ptr(), w.ff + M * F, w.linear_scratch, pool_);
-    swiglu(w.ff, w.ff + M * F, F, w.ff_act, M, F, pool_);
+    QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.fc1.weight, L.fc1.bias_ptr(), w.ff));
+    QUILL_RETURN_IF_ERROR(ops.linear(w.h, M, L.up->weight, L.up->bias_ptr(), w.ff + M * F));
+    QUILL_RETURN_IF_ERROR(ops.swiglu(w.ff, w.ff + M * F, F, w.ff_act, M, F));
     mlp_in = w.ff_act;
   }
-  cpu::linear(mlp_in, M, L.fc2.weight, L.fc2.bias_ptr(), w.tmp, w.linear_scratch, pool_);
-  cpu::gated_residual(w.x, w.tmp, L.lambda2.data(), 1, M, D, 0, pool_);
+  QUILL_RETURN_IF_ERROR(ops.linear(mlp_in, M, L.fc2.weight, L.fc2.bias_ptr(), w.tmp));
+  return ops.gated_residual(w.x, w.tmp, L.lambda2.data(), 1, M, D, 0);
 }
 
 }  // namespace quill

@@ -59,23 +59,8 @@ Result<JointBlock> JointBlock::load(const ModelFiles& f, const std::string& pre,
 size_t joint_block_linear_scratch(const JointBlock& blk, const ThreadPool& pool) {
   size_t s = 0;
   for (const Linear* l : {&blk.norm1, &blk.norm1_context, &blk.attn.to_q, &blk.ff_up, &blk.ff_down})
-    s = std::max(s, CpuBackend::linear_scratch_floats(l->weight, pool));
+    s = std::max(s, op_linear_scratch_floats(l->weight, pool));
   return s;
-}
-
-void apply_rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, const RopeTable& rope, int64_t first_token) {
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* cs = rope.cos + (first_token + t) * rope.pairs;
-    const float* sn = rope.sin + (first_token + t) * rope.pairs;
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + (t * heads + h) * head_dim;
-      for (int64_t i = 0; i < rope.pairs; ++i) {
-        const float a = v[2 * i], b = v[2 * i + 1];
-        v[2 * i] = a * cs[i] - b * sn[i];
-        v[2 * i + 1] = a * sn[i] + b * cs[i];
-      }
-    }
-  }
 }
 
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,
@@ -117,10 +102,10 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
       QUILL_RETURN_IF_ERROR(ops.rms_norm(qn + N * D, qn + N * D, T * Hh, Dh, kEps, a.norm_added_q.data()));
       QUILL_RETURN_IF_ERROR(ops.rms_norm(kn + N * D, kn + N * D, T * Hh, Dh, kEps, a.norm_added_k.data()));
     }
-    if (rope) {
-      apply_rope(qn, S, Hh, Dh, *rope, 0);
-      apply_rope(kn, S, Hh, Dh, *rope, 0);
-    }
+  }
+  if (rope) {
+    QUILL_RETURN_IF_ERROR(ops.rope(w.q, B, S, Hh, Dh, rope->cos, rope->sin, rope->pairs));
+    QUILL_RETURN_IF_ERROR(ops.rope(w.k, B, S, Hh, Dh, rope->cos, rope->sin, rope->pairs));
   }
   QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
   for (int64_t n = 0; n < B; ++n) {
@@ -144,10 +129,8 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
       QUILL_RETURN_IF_ERROR(ops.rms_norm(w.k, w.k, B * N * Hh, Dh, kEps, a2.norm_k.data()));
     }
     if (rope) {
-      for (int64_t n = 0; n < B; ++n) {
-        apply_rope(w.q + n * N * D, N, Hh, Dh, *rope, 0);
-        apply_rope(w.k + n * N * D, N, Hh, Dh, *rope, 0);
-      }
+      QUILL_RETURN_IF_ERROR(ops.rope(w.q, B, N, Hh, Dh, rope->cos, rope->sin, rope->pairs));
+      QUILL_RETURN_IF_ERROR(ops.rope(w.k, B, N, Hh, Dh, rope->cos, rope->sin, rope->pairs));
     }
     QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, N, N, Hh, Dh, scale));
     QUILL_RETURN_IF_ERROR(ops.linear(w.attn, B * N, a2.to_out.weight, a2.to_out.bias_ptr(), w.tmp_x));

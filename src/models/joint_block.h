@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "models/weights.h"
-#include "runtime/op_backend.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 
@@ -56,9 +56,6 @@ struct JointBuffers {
 
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,
                        const RopeTable* rope = nullptr);
-
-// Rotates q or k [rows = tokens, heads, head_dim] in place with the table rows [tokens, pairs].
-void apply_rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, const RopeTable& rope, int64_t first_token);
 
 // Largest linear scratch any of the block's weights needs.
 size_t joint_block_linear_scratch(const JointBlock& blk, const ThreadPool& pool);

@@ -152,11 +152,11 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   alloc(o.rope_sin, S * cfg_.attention_head_dim / 2);
   size_t lin = 0;
   for (const Linear* l : {&x_embedder, &content_embedder, &norm_out, &proj_out})
-    lin = std::max(lin, CpuBackend::linear_scratch_floats(l->weight, pool));
+    lin = std::max(lin, op_linear_scratch_floats(l->weight, pool));
   lin = std::max(lin, time_text_embed.linear_scratch_floats(pool));
   for (const JointBlock& blk : blocks) lin = std::max(lin, joint_block_linear_scratch(blk, pool));
   o.scratch.linear_floats = lin;
-  o.scratch.attention_floats = CpuBackend::attention_scratch_floats(S, cfg_.attention_head_dim, pool);
+  o.scratch.attention_floats = op_attention_scratch_floats(S, cfg_.attention_head_dim, pool);
   alloc(o.scratch.linear, int64_t(lin));
   alloc(o.scratch.attention, int64_t(o.scratch.attention_floats));
   // The rotary tables depend only on the bucket: compute them once, here, when the plan is built.

@@ -13,7 +13,7 @@
 #include "models/joint_block.h"
 #include "models/time_text_embed.h"
 #include "models/weights.h"
-#include "runtime/op_backend.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 

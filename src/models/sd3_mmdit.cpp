@@ -148,15 +148,16 @@ size_t SD3Transformer::layout(const SD3Bucket& b, const ThreadPool& pool, Arena*
   alloc(o.tmp_c, B * T * D);
   alloc(o.ff, B * std::max(N, T) * 4 * D);
   alloc(o.patches, B * N * cfg_.in_channels * p * p);
+  alloc(o.pos, N * D);
   alloc(o.out, B * N * p * p * cfg_.out_channels);
   // Scratch: the largest any linear of this model needs, and attention over the joint sequence.
   size_t lin = 0;
-  auto need = [&](const Linear& l) { lin = std::max(lin, CpuBackend::linear_scratch_floats(l.weight, pool)); };
+  auto need = [&](const Linear& l) { lin = std::max(lin, op_linear_scratch_floats(l.weight, pool)); };
   for (const Linear* l : {&patch_proj, &context_embedder, &norm_out, &proj_out}) need(*l);
   lin = std::max(lin, time_text_embed.linear_scratch_floats(pool));
   for (const JointBlock& blk : blocks) lin = std::max(lin, joint_block_linear_scratch(blk, pool));
   o.scratch.linear_floats = lin;
-  o.scratch.attention_floats = CpuBackend::attention_scratch_floats(S, cfg_.attention_head_dim, pool);
+  o.scratch.attention_floats = op_attention_scratch_floats(S, cfg_.attention_head_dim, pool);
   alloc(o.scratch.linear, int64_t(lin));
   alloc(o.scratch.attention, int64_t(o.scratch.attention_floats));
   return arena ? arena->used() : sizer.peak();
@@ -178,13 +179,9 @@ Status SD3Transformer::forward(const SD3Bucket& b, const float* hidden_states, c
   patchify(hidden_states, B, C, H, W, p, w.patches);
   QUILL_RETURN_IF_ERROR(ops.linear(w.patches, B * N, patch_proj.weight, patch_proj.bias_ptr(), w.x));
   const int64_t M = cfg_.pos_embed_max_size, top = (M - hp) / 2, left = (M - wp) / 2;
-  for (int64_t n = 0; n < B; ++n)
-    for (int64_t y = 0; y < hp; ++y)
-      for (int64_t xq = 0; xq < wp; ++xq) {
-        float* dst = w.x + ((n * hp + y) * wp + xq) * D;
-        const float* pe = pos_table.data() + ((top + y) * M + left + xq) * D;
-        for (int64_t d = 0; d < D; ++d) dst[d] += pe[d];
-      }
+  for (int64_t y = 0; y < hp; ++y)
+    std::memcpy(w.pos + y * wp * D, pos_table.data() + ((top + y) * M + left) * D, size_t(wp * D) * sizeof(float));
+  QUILL_RETURN_IF_ERROR(ops.add(w.x, w.pos, B * N, D, N));
 
   // context_embedder: [B,T,J] -> c [B,T,D]
   QUILL_RETURN_IF_ERROR(

@@ -13,7 +13,7 @@
 #include "models/joint_block.h"
 #include "models/time_text_embed.h"
 #include "models/weights.h"
-#include "runtime/op_backend.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 
@@ -48,6 +48,7 @@ struct SD3Buffers {
   float *tmp_x = nullptr, *tmp_c = nullptr;                         // [B,N,D], [B,T,D]
   float* ff = nullptr;                                              // [B*max(N,T), 4D]
   float* patches = nullptr;                                         // [B*N, C*p*p]
+  float* pos = nullptr;                                             // [N, D] the cropped pos_embed table
   float* out = nullptr;                                             // [B, N, p*p*Cout]
   OpScratch scratch;
 };

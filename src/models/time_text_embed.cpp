@@ -22,7 +22,7 @@ Result<TimeTextEmbed> TimeTextEmbed::load(const ModelFiles& f, int64_t D, int64_
 size_t TimeTextEmbed::linear_scratch_floats(const ThreadPool& pool) const {
   size_t s = 0;
   for (const Linear* l : {&time_linear_1, &time_linear_2, &text_linear_1, &text_linear_2})
-    s = std::max(s, CpuBackend::linear_scratch_floats(l->weight, pool));
+    s = std::max(s, op_linear_scratch_floats(l->weight, pool));
   return s;
 }
 
@@ -36,7 +36,7 @@ Status TimeTextEmbed::forward(const float* timestep, const float* pooled, int64_
   QUILL_RETURN_IF_ERROR(ops.linear(pooled, B, text_linear_1.weight, text_linear_1.bias_ptr(), temb_act));
   QUILL_RETURN_IF_ERROR(ops.silu(temb_act, B * D));
   QUILL_RETURN_IF_ERROR(ops.linear(temb_act, B, text_linear_2.weight, text_linear_2.bias_ptr(), tmp));
-  for (int64_t i = 0; i < B * D; ++i) temb[i] += tmp[i];
+  QUILL_RETURN_IF_ERROR(ops.add(temb, tmp, B, D, B));
   std::memcpy(temb_act, temb, size_t(B * D) * sizeof(float));
   return ops.silu(temb_act, B * D);
 }

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "models/weights.h"
-#include "runtime/op_backend.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 

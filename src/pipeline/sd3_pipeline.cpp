@@ -51,7 +51,7 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   const auto t1 = std::chrono::steady_clock::now();
 
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});
-  QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.pool(), r.tiling));
+  QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.ops(), r.tiling));
   const auto t2 = std::chrono::steady_clock::now();
   if (timings) {
     timings->denoise_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();

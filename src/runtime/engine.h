@@ -12,7 +12,7 @@
 
 #include "core/arena.h"
 #include "core/log.h"
-#include "runtime/op_backend.h"
+#include "runtime/dispatcher.h"
 #include "runtime/plan_cache.h"
 
 namespace quill {
@@ -33,7 +33,7 @@ class Engine {
 
   // `pool` must outlive the engine.
   Engine(std::unique_ptr<Model> model, ThreadPool& pool)
-      : model_(std::move(model)), pool_(pool), cpu_(pool), ops_(&cpu_), plans_([this](const Bucket& b) {
+      : model_(std::move(model)), pool_(pool), cpu_(make_cpu_backend(pool)), ops_(cpu_.get()), plans_([this](const Bucket& b) {
           return build_plan(b);
         }) {}
 
@@ -73,7 +73,7 @@ class Engine {
 
   std::unique_ptr<Model> model_;
   ThreadPool& pool_;
-  CpuBackend cpu_;
+  std::unique_ptr<OpBackend> cpu_;
   Dispatcher ops_;
   PlanCache<Bucket, Plan<Model>> plans_;
 };

@@ -1,11 +1,7 @@
 #include "runtime/op_backend.h"
 
-#include <algorithm>
-
-#include "backend/cpu/ops.h"
-#include "core/log.h"
-#include "quant/quant_linear.h"
-#include "runtime/gpu_policy.h"
+#include <array>
+#include <mutex>
 
 namespace quill {
 
@@ -23,162 +19,143 @@ const char* op_kind_name(OpKind k) {
       return "activation";
     case OpKind::kResidual:
       return "residual";
+    case OpKind::kGeluErf:
+      return "gelu_erf";
+    case OpKind::kAdd:
+      return "add";
+    case OpKind::kSwiGLU:
+      return "swiglu";
+    case OpKind::kRope:
+      return "rope";
+    case OpKind::kConv2d:
+      return "conv2d";
+    case OpKind::kGroupNorm:
+      return "group_norm";
+    case OpKind::kUpsample:
+      return "upsample";
+    case OpKind::kSpatialAttention:
+      return "spatial_attention";
+    case OpKind::kResize:
+      return "resize";
     case OpKind::kCount:
       break;
   }
   return "?";
 }
 
-uint64_t OpStats::total(Device d) const {
-  uint64_t n = 0;
-  for (const auto& r : runs) n += r[size_t(d)];
-  return n;
+// ---- OpState ----
+
+struct OpState::Slots {
+  std::mutex mu;
+  std::array<std::shared_ptr<void>, 2> per_device;
+};
+
+OpState::OpState() : slots_(std::make_unique<Slots>()) {}
+OpState::~OpState() = default;
+OpState::OpState(OpState&&) noexcept = default;
+OpState& OpState::operator=(OpState&&) noexcept = default;
+
+std::shared_ptr<void> OpState::get_or_create(Device d, FunctionRef<std::shared_ptr<void>()> make) const {
+  std::lock_guard<std::mutex> lock(slots_->mu);
+  auto& slot = slots_->per_device[size_t(d)];
+  if (!slot) slot = make();
+  return slot;
 }
 
-std::string OpStats::to_string() const {
-  std::string s;
-  for (size_t k = 0; k < runs.size(); ++k) {
-    s += str_cat(op_kind_name(OpKind(k)), ": cpu=", runs[k][0], " cuda=", runs[k][1], " fallback=", fallbacks[k], "\n");
+// ---- Conv2dWeights ----
+
+Result<Conv2dWeights> Conv2dWeights::create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad_top,
+                                            int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+                                            const std::string& name) {
+  const std::string wname = name.empty() ? "conv.weight" : name + ".weight";
+  if (weight.rank() != 4)
+    return invalid_file("conv weight must be [out, in, kh, kw]")
+        .with_tensor(wname)
+        .with_expected_found("rank 4", weight.shape().to_string());
+  if (!weight.is_contiguous() || !dtype_traits(weight.dtype()).is_float || dtype_traits(weight.dtype()).is_quantized)
+    return unsupported("conv weight must be a contiguous float tensor, found ", weight.describe()).with_tensor(wname);
+  if (stride <= 0 || pad_top < 0 || pad_left < 0 || pad_bottom < 0 || pad_right < 0)
+    return invalid_argument("conv stride must be positive and padding non-negative").with_tensor(wname);
+  Conv2dWeights c;
+  c.name = name;
+  c.out_channels = weight.dim(0);
+  c.in_channels = weight.dim(1);
+  c.kh = weight.dim(2);
+  c.kw = weight.dim(3);
+  c.stride = stride;
+  c.pad_top = pad_top;
+  c.pad_left = pad_left;
+  c.pad_bottom = pad_bottom;
+  c.pad_right = pad_right;
+  c.weight.resize(static_cast<size_t>(weight.numel()));
+  if (!convert_to_f32(weight.dtype(), weight.data(), c.weight.data(), weight.numel()))
+    return unsupported("cannot convert ", dtype_name(weight.dtype()), " to f32").with_tensor(wname);
+  if (bias.defined() && bias.numel() > 0) {
+    const std::string bname = name.empty() ? "conv.bias" : name + ".bias";
+    if (bias.rank() != 1 || bias.dim(0) != c.out_channels)
+      return invalid_file("conv bias shape mismatch")
+          .with_tensor(bname)
+          .with_expected_found(Shape({c.out_channels}).to_string(), bias.shape().to_string());
+    c.bias.resize(static_cast<size_t>(c.out_channels));
+    if (!bias.is_contiguous() || !convert_to_f32(bias.dtype(), bias.data(), c.bias.data(), c.out_channels))
+      return unsupported("cannot convert ", bias.describe(), " to f32").with_tensor(bname);
   }
-  return s;
+  return c;
 }
 
-Dispatcher::Dispatcher(OpBackend* cpu, OpBackend* primary) : cpu_(cpu), primary_(primary), policy_(&gpu_policy()) {}
+// ---- default bodies: "not on this backend" ----
 
-void Dispatcher::set_policy(const GpuPolicy* policy) { policy_ = policy ? policy : &gpu_policy(); }
-
-template <typename F>
-Status Dispatcher::run(OpKind kind, const Tensor* weight, F&& call) {
-  const size_t k = size_t(kind);
-  if (primary_ && policy_->allows(kind, weight) && primary_->supports(kind, weight)) {
-    // Fault injection fails the op before the primary touches anything, like a launch that failed.
-    Status st = policy_->fault_injected(kind)
-                    ? make_error(ErrorCode::kDevice, "fault injected by QUILL_FAULT_INJECT=", op_kind_name(kind))
-                    : call(*primary_);
-    if (st.is_ok()) {
-      stats_.runs[k][size_t(primary_->device())]++;
-      return st;
-    }
-    // Never fragile: log the first failure of each kind, count every one, use the CPU result.
-    if (!fallback_logged_[k]) {
-      fallback_logged_[k] = true;
-      log_warn(primary_->name(), " ", op_kind_name(kind), " failed, using the CPU for it: ", st.to_string());
-    }
-    stats_.fallbacks[k]++;
-  }
-  Status st = call(*cpu_);
-  if (st.is_ok()) stats_.runs[k][size_t(Device::kCPU)]++;
-  return st;
+Status OpBackend::not_here(OpKind kind) const {
+  return unsupported(name(), " has no ", op_kind_name(kind), " op");
 }
 
-Status Dispatcher::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y) {
-  return run(OpKind::kLinear, &W, [&](OpBackend& b) { return b.linear(x, M, W, bias, y, scratch_); });
+Status OpBackend::linear(const float*, int64_t, const Tensor&, const float*, float*, const OpScratch&) {
+  return not_here(OpKind::kLinear);
 }
-Status Dispatcher::attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq,
-                             int64_t Skv, int64_t H, int64_t Dh, float scale) {
-  return run(OpKind::kAttention, nullptr,
-             [&](OpBackend& b) { return b.attention(q, k, v, out, B, Sq, Skv, H, Dh, scale, scratch_); });
+Status OpBackend::attention(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                            int64_t, float, const OpScratch&) {
+  return not_here(OpKind::kAttention);
 }
-Status Dispatcher::layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps,
-                                       const float* shift, const float* scale, int64_t mod_stride) {
-  return run(OpKind::kLayerNorm, nullptr,
-             [&](OpBackend& b) { return b.layer_norm_modulate(x, y, B, S, D, eps, shift, scale, mod_stride); });
+Status OpBackend::layer_norm_modulate(const float*, float*, int64_t, int64_t, int64_t, float, const float*,
+                                      const float*, int64_t) {
+  return not_here(OpKind::kLayerNorm);
 }
-Status Dispatcher::layer_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w,
-                              const float* bb) {
-  return run(OpKind::kLayerNorm, nullptr, [&](OpBackend& b) { return b.layer_norm(x, y, rows, D, eps, w, bb); });
+Status OpBackend::layer_norm(const float*, float*, int64_t, int64_t, float, const float*, const float*) {
+  return not_here(OpKind::kLayerNorm);
 }
-Status Dispatcher::rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w) {
-  return run(OpKind::kRmsNorm, nullptr, [&](OpBackend& b) { return b.rms_norm(x, y, rows, D, eps, w); });
+Status OpBackend::rms_norm(const float*, float*, int64_t, int64_t, float, const float*) {
+  return not_here(OpKind::kRmsNorm);
 }
-Status Dispatcher::gelu_tanh(float* x, int64_t n) {
-  return run(OpKind::kActivation, nullptr, [&](OpBackend& b) { return b.gelu_tanh(x, n); });
+Status OpBackend::gelu_tanh(float*, int64_t) { return not_here(OpKind::kActivation); }
+Status OpBackend::gelu_erf(float*, int64_t) { return not_here(OpKind::kGeluErf); }
+Status OpBackend::silu(float*, int64_t) { return not_here(OpKind::kActivation); }
+Status OpBackend::relu(float*, int64_t) { return not_here(OpKind::kActivation); }
+Status OpBackend::gated_residual(float*, const float*, const float*, int64_t, int64_t, int64_t, int64_t) {
+  return not_here(OpKind::kResidual);
 }
-Status Dispatcher::silu(float* x, int64_t n) {
-  return run(OpKind::kActivation, nullptr, [&](OpBackend& b) { return b.silu(x, n); });
+Status OpBackend::add(float*, const float*, int64_t, int64_t, int64_t) { return not_here(OpKind::kAdd); }
+Status OpBackend::swiglu(const float*, const float*, int64_t, float*, int64_t, int64_t) {
+  return not_here(OpKind::kSwiGLU);
 }
-Status Dispatcher::gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D,
-                                  int64_t gate_stride) {
-  return run(OpKind::kResidual, nullptr,
-             [&](OpBackend& b) { return b.gated_residual(x, y, gate, B, S, D, gate_stride); });
+Status OpBackend::rope(float*, int64_t, int64_t, int64_t, int64_t, const float*, const float*, int64_t) {
+  return not_here(OpKind::kRope);
 }
-
-// ---------------- CPU backend ----------------
-
-namespace {
-// Block-quantized and row-scaled (fp8) weights go through quant_linear.
-bool uses_quant_linear(const Tensor& W) { return dtype_traits(W.dtype()).is_quantized || W.dtype() == DType::kF8E4M3; }
-
-// Block-quantized weights go through quant_linear; its scratch is sized for the largest row
-// chunk it processes at once (any M works with it) and for either mode (QUILL_TERNARY_MODE).
-size_t quant_scratch_floats(const Tensor& W, const ThreadPool& pool) {
-  const size_t bytes =
-      std::max(quant::quant_linear_scratch_bytes(quant::kQuantMChunk, W, quant::QuantMode::kExact, pool),
-               quant::quant_linear_scratch_bytes(quant::kQuantMChunk, W, quant::QuantMode::kA8, pool));
-  return (bytes + sizeof(float) - 1) / sizeof(float);
+Status OpBackend::conv2d(const float*, int64_t, int64_t, int64_t, const Conv2dWeights&, float*) {
+  return not_here(OpKind::kConv2d);
 }
-}  // namespace
-
-size_t CpuBackend::linear_scratch_floats(const Tensor& W, const ThreadPool& pool) {
-  if (W.rank() == 2 && uses_quant_linear(W) && quant::quant_linear_supports(W.dtype()))
-    return quant_scratch_floats(W, pool);
-  return cpu::linear_scratch_floats(W, pool);
+Status OpBackend::group_norm(const float*, float*, int64_t, int64_t, int64_t, int64_t, float, const float*,
+                             const float*, bool) {
+  return not_here(OpKind::kGroupNorm);
 }
-size_t CpuBackend::attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool) {
-  return cpu::attention_scratch_floats(Skv, Dh, pool);
+Status OpBackend::upsample_nearest2x(const float*, float*, int64_t, int64_t, int64_t) {
+  return not_here(OpKind::kUpsample);
 }
-
-Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) {
-  if (W.rank() != 2) return internal_error("linear weight must be 2-D, got ", W.shape().to_string());
-  const auto& tr = dtype_traits(W.dtype());
-  if (uses_quant_linear(W) && quant::quant_linear_supports(W.dtype())) {
-    if (quant_scratch_floats(W, pool_) > s.linear_floats)
-      return internal_error("linear scratch too small for ", tr.name, ": plan sized ", s.linear_floats, " floats");
-    const quant::QuantMode mode = quant::quant_mode_from_env();
-    return quant::quant_linear(x, M, W, W.row_scale(), bias, y, s.linear, mode, pool_);
-  }
-  if (tr.is_quantized || !(W.dtype() == DType::kF32 || W.dtype() == DType::kF16 || W.dtype() == DType::kBF16))
-    return unsupported("CPU linear for weight dtype ", tr.name, " is not available in this build");
-  if (cpu::linear_scratch_floats(W, pool_) > s.linear_floats)
-    return internal_error("linear scratch too small: plan sized ", s.linear_floats, " floats");
-  cpu::linear(x, M, W, bias, y, s.linear, pool_);
-  return Status::ok();
+Status OpBackend::spatial_attention(const float*, const float*, const float*, float*, int64_t, int64_t, float,
+                                    float*) {
+  return not_here(OpKind::kSpatialAttention);
 }
-
-Status CpuBackend::attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t Sq,
-                             int64_t Skv, int64_t H, int64_t Dh, float scale, const OpScratch& s) {
-  if (cpu::attention_scratch_floats(Skv, Dh, pool_) > s.attention_floats)
-    return internal_error("attention scratch too small: plan sized ", s.attention_floats, " floats");
-  cpu::attention(q, k, v, out, B, Sq, Skv, H, Dh, scale, s.attention, pool_);
-  return Status::ok();
-}
-
-Status CpuBackend::layer_norm_modulate(const float* x, float* y, int64_t B, int64_t S, int64_t D, float eps,
-                                       const float* shift, const float* scale, int64_t mod_stride) {
-  cpu::layer_norm_modulate(x, y, B, S, D, eps, shift, scale, mod_stride, pool_);
-  return Status::ok();
-}
-Status CpuBackend::layer_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w,
-                              const float* b) {
-  cpu::layer_norm(x, y, rows, D, eps, w, b, pool_);
-  return Status::ok();
-}
-Status CpuBackend::rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, const float* w) {
-  cpu::rms_norm(x, y, rows, D, eps, w, pool_);
-  return Status::ok();
-}
-Status CpuBackend::gelu_tanh(float* x, int64_t n) {
-  cpu::gelu_tanh(x, n, pool_);
-  return Status::ok();
-}
-Status CpuBackend::silu(float* x, int64_t n) {
-  cpu::silu(x, n, pool_);
-  return Status::ok();
-}
-Status CpuBackend::gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D,
-                                  int64_t gate_stride) {
-  cpu::gated_residual(x, y, gate, B, S, D, gate_stride, pool_);
-  return Status::ok();
+Status OpBackend::resize_bicubic(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t) {
+  return not_here(OpKind::kResize);
 }
 
 }  // namespace quill

@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/dispatcher.h"
 #include "core/log.h"
 #include "cuda/cuda_test_util.h"
 #include "io/safetensors.h"

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/dispatcher.h"
 #include "backend/cuda/cuda_backend.h"
 #include "support/test_util.h"
 
@@ -38,8 +40,8 @@ struct CpuScratch {
 };
 inline CpuScratch cpu_scratch(const Tensor* W, int64_t Skv, int64_t Dh, const ThreadPool& pool) {
   CpuScratch s;
-  s.linear.resize((W ? CpuBackend::linear_scratch_floats(*W, pool) : 0) + 1);
-  s.attention.resize((Skv > 0 ? CpuBackend::attention_scratch_floats(Skv, Dh, pool) : 0) + 1);
+  s.linear.resize((W ? op_linear_scratch_floats(*W, pool) : 0) + 1);
+  s.attention.resize((Skv > 0 ? op_attention_scratch_floats(Skv, Dh, pool) : 0) + 1);
   return s;
 }
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backend/cuda/tq2_layout.h"
-#include "cuda/tq2_reference.h"
+#include "support/tq2_reference.h"
 
 namespace quill {
 namespace {

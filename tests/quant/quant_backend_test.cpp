@@ -8,7 +8,8 @@
 
 #include "../backend/op_test_util.h"
 #include "quant/formats.h"
-#include "runtime/op_backend.h"
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 namespace {
@@ -41,7 +42,7 @@ void check(DType dt, const char* mode_env, double bound) {
   auto deq = quant::dequantize_tensor(*q);
   ASSERT_TRUE(deq.is_ok());
   const size_t floats =
-      std::max(CpuBackend::linear_scratch_floats(*q, pool), CpuBackend::linear_scratch_floats(*deq, pool));
+      std::max(op_linear_scratch_floats(*q, pool), op_linear_scratch_floats(*deq, pool));
   std::vector<float> scratch(floats);
   OpScratch s;
   s.linear = scratch.data();

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <map>
 
+#include "backend/cpu/cpu_backend.h"
+#include "runtime/dispatcher.h"
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "runtime/gpu_policy.h"
@@ -55,8 +57,8 @@ struct OpCase {
   std::vector<float> run_all(Dispatcher& ops, ThreadPool& pool) {
     const Tensor w32t = W32(), wbft = Wbf();
     std::vector<float> lin_scratch(
-        std::max(CpuBackend::linear_scratch_floats(w32t, pool), CpuBackend::linear_scratch_floats(wbft, pool)) + 1);
-    std::vector<float> att_scratch(CpuBackend::attention_scratch_floats(Skv, Dh, pool) + 1);
+        std::max(op_linear_scratch_floats(w32t, pool), op_linear_scratch_floats(wbft, pool)) + 1);
+    std::vector<float> att_scratch(op_attention_scratch_floats(Skv, Dh, pool) + 1);
     ops.set_scratch({lin_scratch.data(), lin_scratch.size(), att_scratch.data(), att_scratch.size()});
 
     std::vector<float> all;
@@ -92,13 +94,19 @@ struct OpCase {
     return all;
   }
   // Calls per kind in run_all: linear 2, attention 1, layer norm 2, rms 2, activation 2, residual 1.
+  // Other kinds are not in run_all (the op suite, op_suite_test.cpp, covers every kind).
   static uint64_t calls(OpKind k) {
     switch (k) {
       case OpKind::kAttention:
       case OpKind::kResidual:
         return 1;
-      default:
+      case OpKind::kLinear:
+      case OpKind::kLayerNorm:
+      case OpKind::kRmsNorm:
+      case OpKind::kActivation:
         return 2;
+      default:
+        return 0;
     }
   }
 };

@@ -146,8 +146,26 @@ struct Conv2d::Cache {
 
 Conv2d::Conv2d() : cache_(std::make_unique<Cache>()) {}
 Conv2d::~Conv2d() = default;
+// Moving a std::vector keeps its buffer, so wp_ / bp_ stay valid.
 Conv2d::Conv2d(Conv2d&&) noexcept = default;
 Conv2d& Conv2d::operator=(Conv2d&&) noexcept = default;
+
+Conv2d Conv2d::view(const float* weight, const float* bias, int64_t O, int64_t C, int64_t kh, int64_t kw,
+                    int64_t stride, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right) {
+  Conv2d c;
+  c.O_ = O;
+  c.C_ = C;
+  c.kh_ = kh;
+  c.kw_ = kw;
+  c.stride_ = stride;
+  c.pt_ = pad_top;
+  c.pl_ = pad_left;
+  c.pb_ = pad_bottom;
+  c.pr_ = pad_right;
+  c.wp_ = weight;
+  c.bp_ = bias;
+  return c;
+}
 
 Result<Conv2d> Conv2d::create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad_top,
                               int64_t pad_left, int64_t pad_bottom, int64_t pad_right, const std::string& name) {
@@ -183,6 +201,8 @@ Result<Conv2d> Conv2d::create(const Tensor& weight, const Tensor& bias, int64_t 
     if (!bias.is_contiguous() || !convert_to_f32(bias.dtype(), bias.data(), c.b_.data(), c.O_))
       return unsupported("cannot convert ", bias.describe(), " to f32").with_tensor(bname);
   }
+  c.wp_ = c.w_.data();
+  c.bp_ = c.b_.empty() ? nullptr : c.b_.data();
   return c;
 }
 
@@ -208,7 +228,7 @@ Status Conv2d::forward(const float* x, int64_t N, int64_t H, int64_t W, float* y
   QUILL_RETURN_IF_ERROR(g.validate());
   ConvImpl impl = impl_ == ConvImpl::kAuto ? conv2d_default_impl() : impl_;
   if (impl == ConvImpl::kAuto && !conv2d_have_dnnl()) impl = ConvImpl::kGemm;
-  const float* bias = b_.empty() ? nullptr : b_.data();
+  const float* bias = bp_;
 
   Cache::Entry* e = nullptr;
   {
@@ -240,7 +260,7 @@ Status Conv2d::forward(const float* x, int64_t N, int64_t H, int64_t W, float* y
     }
   }
   if (impl != ConvImpl::kAuto) {
-    conv2d_gemm(x, w_.data(), bias, y, g, e->scratch.data(), pool,
+    conv2d_gemm(x, wp_, bias, y, g, e->scratch.data(), pool,
                 impl == ConvImpl::kPortable ? GemmImpl::kPortable : GemmImpl::kAuto);
     return Status::ok();
   }
@@ -248,7 +268,7 @@ Status Conv2d::forward(const float* x, int64_t N, int64_t H, int64_t W, float* y
   try {
     auto& eng = dnnl_engine();
     dnnl::stream s(eng);
-    dnnl::memory src(e->src, eng, const_cast<float*>(x)), wei(e->wei, eng, const_cast<float*>(w_.data())),
+    dnnl::memory src(e->src, eng, const_cast<float*>(x)), wei(e->wei, eng, const_cast<float*>(wp_)),
         dst(e->dst, eng, y);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(e->bia, eng, const_cast<float*>(bias)));

@@ -65,6 +65,10 @@ class Conv2d {
   // weight: [O, C, kh, kw]; bias: [O] or undefined. Both any float dtype. `name` is for errors.
   static Result<Conv2d> create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad_top,
                                int64_t pad_left, int64_t pad_bottom, int64_t pad_right, const std::string& name = "");
+  // A layer over weights someone else owns and keeps alive (f32 [O, C, kh, kw], bias [O] or null):
+  // nothing is copied. The op layer's Conv2dWeights hands its weights to the CPU this way.
+  static Conv2d view(const float* weight, const float* bias, int64_t O, int64_t C, int64_t kh, int64_t kw,
+                     int64_t stride, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right);
   // Symmetric padding.
   static Result<Conv2d> create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad,
                                const std::string& name = "") {
@@ -75,15 +79,17 @@ class Conv2d {
   int64_t out_channels() const { return O_; }
   Conv2dGeometry geometry(int64_t N, int64_t H, int64_t W) const;
   void set_impl(ConvImpl impl) { impl_ = impl; }
-  const std::vector<float>& weight() const { return w_; }
-  const std::vector<float>& bias() const { return b_; }
+  const float* weight() const { return wp_; }
+  const float* bias() const { return bp_; }
 
   // x: [N, C, H, W] -> y: [N, O, out_h, out_w]; x and y must not overlap.
   Status forward(const float* x, int64_t N, int64_t H, int64_t W, float* y, ThreadPool& pool) const;
 
  private:
   struct Cache;
-  std::vector<float> w_, b_;
+  std::vector<float> w_, b_;  // owned copies (create); empty for a view
+  const float* wp_ = nullptr;  // the weights in use: w_'s data or the viewed ones
+  const float* bp_ = nullptr;
   int64_t O_ = 0, C_ = 0, kh_ = 1, kw_ = 1, stride_ = 1;
   int64_t pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;
   ConvImpl impl_ = ConvImpl::kAuto;

@@ -29,6 +29,15 @@ void rms_norm(const float* x, float* y, int64_t rows, int64_t D, float eps, cons
 
 void gelu_tanh(float* x, int64_t n, ThreadPool& pool);  // in place, PyTorch approximate="tanh"
 void silu(float* x, int64_t n, ThreadPool& pool);       // in place
+void relu(float* x, int64_t n, ThreadPool& pool);       // in place
+// x[r, :] += y[r % y_rows, :] for r < rows.
+void add_rows(float* x, const float* y, int64_t rows, int64_t D, int64_t y_rows, ThreadPool& pool);
+// out[m, j] = silu(gate[m * ld + j]) * up[m * ld + j]; out rows F apart.
+void swiglu(const float* gate, const float* up, int64_t ld, float* out, int64_t M, int64_t F, ThreadPool& pool);
+// Rotary embedding in place on x [B, S, H, Dh]: pairs (2i, 2i + 1) of each head rotated by the
+// table row of their token, cos/sin [S, pairs].
+void rope(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin, int64_t pairs,
+          ThreadPool& pool);
 // x[b, s, :] += gate[b, :] * y[b, s, :]; gate rows `gate_stride` apart.
 void gated_residual(float* x, const float* y, const float* gate, int64_t B, int64_t S, int64_t D, int64_t gate_stride,
                     ThreadPool& pool);

@@ -183,8 +183,18 @@ void CudaBackend::clear_weights() {
 }
 
 bool CudaBackend::supports(OpKind kind, const Tensor* weight) const {
-  if (kind == OpKind::kLinear) return weight && WeightCache::can_hold(*weight);
-  return true;
+  switch (kind) {
+    case OpKind::kLinear:
+      return weight && WeightCache::can_hold(*weight);
+    case OpKind::kAttention:
+    case OpKind::kLayerNorm:
+    case OpKind::kRmsNorm:
+    case OpKind::kActivation:  // gelu_tanh, silu (relu answers kUnsupported and runs on the CPU)
+    case OpKind::kResidual:
+      return true;
+    default:  // no CUDA kernel yet: the Dispatcher runs these on the CPU
+      return false;
+  }
 }
 
 Status CudaBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch&) {
