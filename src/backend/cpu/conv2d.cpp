@@ -146,7 +146,7 @@ struct Conv2d::Cache {
 
 Conv2d::Conv2d() : cache_(std::make_unique<Cache>()) {}
 Conv2d::~Conv2d() = default;
-// Moving a std::vector keeps its buffer, so wp_ / bp_ stay valid.
+// Moves keep owned_ (a shared_ptr) and so the buffers wp_ / bp_ point into.
 Conv2d::Conv2d(Conv2d&&) noexcept = default;
 Conv2d& Conv2d::operator=(Conv2d&&) noexcept = default;
 
@@ -169,40 +169,12 @@ Conv2d Conv2d::view(const float* weight, const float* bias, int64_t O, int64_t C
 
 Result<Conv2d> Conv2d::create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad_top,
                               int64_t pad_left, int64_t pad_bottom, int64_t pad_right, const std::string& name) {
-  const std::string wname = name.empty() ? "conv.weight" : name + ".weight";
-  if (weight.rank() != 4)
-    return invalid_file("conv weight must be [out, in, kh, kw]")
-        .with_tensor(wname)
-        .with_expected_found("rank 4", weight.shape().to_string());
-  if (!weight.is_contiguous() || !dtype_traits(weight.dtype()).is_float || dtype_traits(weight.dtype()).is_quantized)
-    return unsupported("conv weight must be a contiguous float tensor, found ", weight.describe()).with_tensor(wname);
-  if (stride <= 0 || pad_top < 0 || pad_left < 0 || pad_bottom < 0 || pad_right < 0)
-    return invalid_argument("conv stride must be positive and padding non-negative").with_tensor(wname);
-  Conv2d c;
-  c.O_ = weight.dim(0);
-  c.C_ = weight.dim(1);
-  c.kh_ = weight.dim(2);
-  c.kw_ = weight.dim(3);
-  c.stride_ = stride;
-  c.pt_ = pad_top;
-  c.pl_ = pad_left;
-  c.pb_ = pad_bottom;
-  c.pr_ = pad_right;
-  c.w_.resize(static_cast<size_t>(weight.numel()));
-  if (!convert_to_f32(weight.dtype(), weight.data(), c.w_.data(), weight.numel()))
-    return unsupported("cannot convert ", dtype_name(weight.dtype()), " to f32").with_tensor(wname);
-  if (bias.defined() && bias.numel() > 0) {
-    const std::string bname = name.empty() ? "conv.bias" : name + ".bias";
-    if (bias.rank() != 1 || bias.dim(0) != c.O_)
-      return invalid_file("conv bias shape mismatch")
-          .with_tensor(bname)
-          .with_expected_found(Shape({c.O_}).to_string(), bias.shape().to_string());
-    c.b_.resize(static_cast<size_t>(c.O_));
-    if (!bias.is_contiguous() || !convert_to_f32(bias.dtype(), bias.data(), c.b_.data(), c.O_))
-      return unsupported("cannot convert ", bias.describe(), " to f32").with_tensor(bname);
-  }
-  c.wp_ = c.w_.data();
-  c.bp_ = c.b_.empty() ? nullptr : c.b_.data();
+  QUILL_ASSIGN_OR_RETURN(Conv2dWeights w,
+                         Conv2dWeights::create(weight, bias, stride, pad_top, pad_left, pad_bottom, pad_right, name));
+  auto owned = std::make_shared<const Conv2dWeights>(std::move(w));
+  Conv2d c = view(owned->weight.data(), owned->bias_ptr(), owned->out_channels, owned->in_channels, owned->kh,
+                  owned->kw, owned->stride, owned->pad_top, owned->pad_left, owned->pad_bottom, owned->pad_right);
+  c.owned_ = std::move(owned);
   return c;
 }
 

@@ -19,6 +19,7 @@
 #include "core/thread_pool.h"
 #include "quill/status.h"
 #include "quill/tensor.h"
+#include "runtime/op_backend.h"
 
 namespace quill::cpu {
 
@@ -62,7 +63,8 @@ class Conv2d {
   Conv2d(Conv2d&&) noexcept;
   Conv2d& operator=(Conv2d&&) noexcept;
 
-  // weight: [O, C, kh, kw]; bias: [O] or undefined. Both any float dtype. `name` is for errors.
+  // weight: [O, C, kh, kw]; bias: [O] or undefined. Both any float dtype, converted once
+  // (Conv2dWeights::create). `name` is for errors.
   static Result<Conv2d> create(const Tensor& weight, const Tensor& bias, int64_t stride, int64_t pad_top,
                                int64_t pad_left, int64_t pad_bottom, int64_t pad_right, const std::string& name = "");
   // A layer over weights someone else owns and keeps alive (f32 [O, C, kh, kw], bias [O] or null):
@@ -87,8 +89,8 @@ class Conv2d {
 
  private:
   struct Cache;
-  std::vector<float> w_, b_;  // owned copies (create); empty for a view
-  const float* wp_ = nullptr;  // the weights in use: w_'s data or the viewed ones
+  std::shared_ptr<const Conv2dWeights> owned_;  // create(): the converted weights; null for a view
+  const float* wp_ = nullptr;                    // the weights in use
   const float* bp_ = nullptr;
   int64_t O_ = 0, C_ = 0, kh_ = 1, kw_ = 1, stride_ = 1;
   int64_t pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;
