@@ -1,13 +1,20 @@
 // Quill's embedding API: what a program (the `quill` CLI, a server, bindings) needs to run the
 // models without knowing the engine's internals. Everything here returns Status / Result values.
+//   quill/line_studio.h  the handwriting line studio (text + style -> line image)
+//   quill/quill.h        images from a diffusion transformer + VAE (this file)
+//   quill/device.h       auto | cpu | gpu, chosen the same way for every model
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "quill/device.h"
 #include "quill/dtype.h"
+#include "quill/line_studio.h"
 #include "quill/status.h"
 #include "quill/tensor.h"
 
@@ -15,9 +22,26 @@ namespace quill {
 
 const char* version();
 
-// Text-to-image with an SD3-class transformer and an AutoencoderKL, from precomputed conditioning.
+// Image generation with a diffusion transformer and its VAE. The transformer's architecture is
+// detected from its files (config `_class_name`, GGUF metadata or tensor names) and looked up in
+// a registry (src/api/image_model_registry.cpp); today: SD3Transformer2DModel (SD3 / SD3.5).
+// Conditioning is precomputed (text encoders come later). Thread-safety: generate() may be called
+// from several threads; calls run one at a time.
 class ImageGenerator {
  public:
+  struct OpenOptions {
+    std::string transformer;  // diffusers folder, .safetensors or .gguf
+    std::string vae;          // AutoencoderKL folder or .safetensors
+    int threads = 0;          // <= 0: QUILL_THREADS or all cores
+    DeviceChoice device = DeviceChoice::kAuto;
+  };
+  // What the opened models expect.
+  struct Info {
+    std::string architecture;  // e.g. "SD3Transformer2DModel"
+    int64_t in_channels = 0, joint_attention_dim = 0, pooled_projection_dim = 0;
+    int64_t vae_scale = 8, patch_size = 2;  // image sides must be multiples of vae_scale * patch_size
+    std::string device;                     // "cpu", "cuda (per-op CPU fallback)", ...
+  };
   struct Conditioning {
     std::vector<float> encoder_hidden_states;  // [B, T, joint_attention_dim]
     std::vector<float> pooled_projections;     // [B, pooled_projection_dim]
@@ -30,18 +54,29 @@ class ImageGenerator {
     double shift = 3.0;
     uint64_t seed = 0;
     bool tiled_decode = false;
+    std::vector<float> initial_latents;  // [B, C, H / vae_scale, W / vae_scale]; empty: seeded noise
+    std::function<void(int step, int steps)> on_step;
+    const std::atomic<bool>* cancel = nullptr;  // set it from another thread to stop (kCancelled)
   };
   struct Output {
     std::vector<std::vector<uint8_t>> rgb;  // one interleaved RGB image per batch item
     int64_t width = 0, height = 0;
     double denoise_ms = 0, decode_ms = 0;
+    uint64_t plan_builds = 0;  // over the generator's life
   };
 
+  static Result<std::unique_ptr<ImageGenerator>> open(const OpenOptions& options);
   // `threads` <= 0: QUILL_THREADS or all cores.
   static Result<std::unique_ptr<ImageGenerator>> open(const std::string& transformer_path, const std::string& vae_path,
                                                       int threads = 0);
+  // Architectures open() accepts.
+  static std::vector<std::string> architectures();
+
   virtual ~ImageGenerator() = default;
+  virtual const Info& info() const = 0;
   virtual Result<Output> generate(const Conditioning& cond, const Conditioning* negative, const Options& options) = 0;
+  // Ops run per kind and device (transformer and VAE), for --diag.
+  virtual std::string op_counts() const = 0;
 };
 
 }  // namespace quill

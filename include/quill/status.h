@@ -21,6 +21,7 @@ enum class ErrorCode {
   kOutOfRange,       // a size or count beyond what Quill accepts
   kInternal,         // a bug in Quill
   kDevice,           // an accelerator error (CUDA); callers may fall back to CPU
+  kCancelled,        // the caller cancelled the request (a cancel flag was set)
 };
 
 const char* error_code_name(ErrorCode code);

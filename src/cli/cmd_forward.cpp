@@ -7,7 +7,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
-#include "runtime/gpu_backend.h"
+#include "runtime/device_select.h"
 #include "runtime/sd3_engine.h"
 
 namespace quill::cli {
@@ -64,21 +64,12 @@ int run(const Options& o) {
   if (!engine_r) return report_error(engine_r.status());
   auto& engine = *engine_r.value();
   // The GPU (when built, present and allowed) runs what it supports; the CPU does the rest.
-  std::unique_ptr<OpBackend> gpu;
-  std::string device_line = "cpu";
-  if (o.device != "cpu") {
-    auto g = create_gpu_backend();
-    if (g) {
-      gpu = std::move(g).value();
-      engine.set_primary_backend(gpu.get());
-      device_line = std::string(gpu->name()) + " (per-op CPU fallback)";
-    } else if (o.device == "gpu") {
-      return report_error(g.status());
-    } else {
-      log_info("running on the CPU: ", g.status().to_string());
-      device_line = "cpu (" + g.status().message() + ")";
-    }
-  }
+  auto choice = parse_device_choice(o.device);
+  if (!choice) return report_error(choice.status());
+  auto device = select_device(*choice);
+  if (!device) return report_error(device.status());
+  engine.set_primary_backend(device->gpu.get());
+  const std::string device_line = device->description;
   const SD3Config& cfg = engine.model().config();
   auto in_r = SafetensorsFile::open(o.inputs);
   if (!in_r) return report_error(in_r.status());
@@ -131,7 +122,7 @@ int run(const Options& o) {
       pool.num_threads(), double(peak_rss_bytes()) / (1024.0 * 1024.0));
   std::printf("device: %s\n", device_line.c_str());
   std::printf("wrote %s (sample %s)\n", o.output.c_str(), sample.shape().to_string().c_str());
-  if (o.diag) std::printf("ops:\n%s", engine.ops().stats().to_string().c_str());
+  if (o.diag) std::printf("transformer ops:\n%s", engine.ops().stats().to_string().c_str());
   return kExitOk;
 }
 

@@ -9,102 +9,94 @@
 #include "cli/progress.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
-#include "pipeline/line_pipeline.h"
-#include "pipeline/style_encoder_dinov2.h"
+#include "quill/line_studio.h"
 
 namespace quill::cli {
 namespace {
 
 struct Options {
-  std::string text, style, model, font, output, batch_file, overflow = "error";
+  std::string text, style, model, font, output, batch_file, overflow = "error", device = "auto";
   int steps = 0, threads = 0, max_batch = 8;  // steps/cfg/shift/start_sigma unset: the model's sampler.json
   float cfg = -1.0f, shift = 0.0f;
   float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
   uint64_t seed = 0;
-  bool no_style = false;
+  bool no_style = false, diag = false;
 };
 
-std::string default_model_dir() {
-  for (const char* p :
-       {"models/quill-line", QUILL_SOURCE_DIR "/models/quill-line", "/usr/share/quill/models/quill-line"}) {
-    std::ifstream f(std::string(p) + "/config.json");
-    if (f) return p;
-  }
-  return {};
+Result<std::vector<std::string>> read_texts(const Options& o) {
+  std::vector<std::string> texts;
+  if (!o.text.empty()) return std::vector<std::string>{o.text};
+  std::ifstream f(o.batch_file);
+  if (!f) return not_found("cannot read the batch file").with_file(o.batch_file);
+  for (std::string line; std::getline(f, line);)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.push_back(line);
+  if (texts.empty()) return invalid_argument("the batch file has no lines").with_file(o.batch_file);
+  return texts;
+}
+
+// out.png -> out_0003.png for the fourth line of a batch.
+std::string numbered(const std::string& path, size_t i) {
+  const auto dot = path.rfind('.');
+  char num[32];
+  std::snprintf(num, sizeof(num), "_%04zu", i);
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + num + (dot == std::string::npos ? ".png" : path.substr(dot));
 }
 
 int run(const Options& o) {
   if (o.text.empty() == o.batch_file.empty())
     return report_error(invalid_argument("give exactly one of --text or --batch-file"));
-  std::string model = o.model.empty() ? default_model_dir() : o.model;
-  if (model.empty())
-    return report_error(
-        not_found("the default line model is missing (looked for models/quill-line/config.json in the working "
-                  "directory, the source tree and /usr/share/quill); pass --model DIR with a line model folder"));
-  // Without --style, the model's own default hand (<model>/style_reference.png) when it ships one.
-  std::string style = o.style;
-  if (!style.empty() && o.no_style) return report_error(invalid_argument("give at most one of --style and --no-style"));
-  if (style.empty() && !o.no_style) {
-    const std::string fallback = model + "/style_reference.png";
-    if (std::ifstream(fallback)) style = fallback;
-  }
-  std::vector<std::string> texts;
-  if (!o.text.empty()) {
-    texts.push_back(o.text);
-  } else {
-    std::ifstream f(o.batch_file);
-    if (!f) return report_error(not_found("cannot read the batch file").with_file(o.batch_file));
-    for (std::string line; std::getline(f, line);)
-      if (line.find_first_not_of(" \t\r") != std::string::npos) texts.push_back(line);
-    if (texts.empty()) return report_error(invalid_argument("the batch file has no lines").with_file(o.batch_file));
-  }
-  ThreadPool::set_global_threads(o.threads > 0 ? o.threads : default_thread_count());
+  if (!o.style.empty() && o.no_style) return report_error(invalid_argument("give at most one of --style and --no-style"));
+  auto texts = read_texts(o);
+  if (!texts) return report_error(texts.status());
+  auto device = parse_device_choice(o.device);
+  if (!device) return report_error(device.status());
+
   const auto t0 = std::chrono::steady_clock::now();
-  auto pipe = LinePipeline::open(model, o.font, ThreadPool::global());
-  if (!pipe) return report_error(pipe.status());
-  auto enc = Dinov2StyleEncoder::open_if_present(model, ThreadPool::global());
-  if (!enc) return report_error(enc.status());
-  if (*enc) (*pipe)->set_style_encoder(std::move(enc.value()));
+  LineStudioOptions so;
+  so.model_dir = o.model;
+  so.font_path = o.font;
+  so.threads = o.threads;
+  so.device = *device;
+  auto studio_r = LineStudio::open(so);
+  if (!studio_r) return report_error(studio_r.status());
+  LineStudio& studio = **studio_r;
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  auto defaults = line_options_for_model(model);
-  if (!defaults) return report_error(defaults.status());
-  LineOptions lo = *defaults;
-  if (o.steps > 0) lo.steps = o.steps;
-  if (o.cfg >= 0.0f) lo.guidance_scale = o.cfg;
-  if (o.shift > 0.0f) lo.shift = o.shift;
-  if (o.start_sigma > 0.0f) lo.start_sigma = o.start_sigma;
-  lo.seed = o.seed;
-  lo.overflow = o.overflow == "clamp" ? OverflowPolicy::kClamp : OverflowPolicy::kError;
-  LineTimings t;
-  Progress progress("lines", int(texts.size()), "lines");
-  auto lines = (*pipe)->generate(texts, style, lo, o.max_batch, &t, [&](int d, int) { progress.update(d); });
+  LineRequest req;
+  req.texts = std::move(texts.value());
+  req.style = o.no_style ? LineStyle::none() : o.style.empty() ? LineStyle::model_default() : LineStyle::file(o.style);
+  LineSampling s = studio.defaults();
+  if (o.steps > 0) s.steps = o.steps;
+  if (o.cfg >= 0.0f) s.guidance_scale = o.cfg;
+  if (o.shift > 0.0f) s.shift = o.shift;
+  if (o.start_sigma > 0.0f) s.start_sigma = o.start_sigma;
+  req.sampling = s;
+  req.seed = o.seed;
+  req.clamp_overflow = o.overflow == "clamp";
+  req.max_batch = o.max_batch;
+  Progress progress("lines", int(req.texts.size()), "lines");
+  req.on_progress = [&](const LineProgress& p) { progress.update(p.lines_done); };
+  LineTiming t;
+  auto lines = studio.generate(req, &t);
   progress.finish();
   if (!lines) return report_error(lines.status());
   for (size_t i = 0; i < lines->size(); ++i) {
-    const LineImage& li = (*lines)[i];
-    std::string path = o.output;
-    if (lines->size() > 1) {
-      const auto dot = path.rfind('.');
-      char num[32];
-      std::snprintf(num, sizeof(num), "_%04zu", i);
-      path = (dot == std::string::npos ? path : path.substr(0, dot)) + num +
-             (dot == std::string::npos ? ".png" : path.substr(dot));
-    }
-    Image img{int(li.width), int(li.height), 1, li.gray};
-    Status st = write_png(path, img);
+    const LineResult& li = (*lines)[i];
+    const std::string path = lines->size() > 1 ? numbered(o.output, i) : o.output;
+    Status st = write_png(path, Image{int(li.width), int(li.height), 1, li.gray});
     if (!st) return report_error(st);
     if (lines->size() == 1)
       std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
   }
-  std::printf("model %s, style %s, start sigma %.2f\n", model.c_str(),
-              style.empty() ? "none (unconditional)" : style.c_str(), lo.start_sigma);
-  const auto ps = (*pipe)->engine().plan_stats();
+  const std::string style = o.no_style ? "" : o.style.empty() ? studio.default_style_path() : o.style;
+  std::printf("model %s, style %s, start sigma %.2f, device %s\n", studio.model_dir().c_str(),
+              style.empty() ? "none (unconditional)" : style.c_str(), s.start_sigma, studio.device().c_str());
   std::printf(
       "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
       "plan builds %llu, plan reuses %llu); peak RSS %.1f MiB\n",
-      load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), lo.steps,
-      (unsigned long long)ps.builds, (unsigned long long)ps.hits, double(peak_rss_bytes()) / (1024.0 * 1024.0));
+      load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), s.steps,
+      (unsigned long long)t.plan_builds, (unsigned long long)t.plan_reuses, double(peak_rss_bytes()) / (1024.0 * 1024.0));
+  if (o.diag) std::printf("%s", studio.op_counts().c_str());
   return kExitOk;
 }
 
@@ -135,6 +127,9 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::IsMember({"error", "clamp"}));
   sub.add_option("--max-batch", o->max_batch, "lines sampled together per bucket")->check(CLI::Range(1, 256));
   sub.add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024));
+  sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
+  sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");
   sub.add_option("-o,--output", o->output, "output PNG")->required();
   return [o] { return run(*o); };
 }

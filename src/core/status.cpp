@@ -22,6 +22,8 @@ const char* error_code_name(ErrorCode code) {
       return "internal error";
     case ErrorCode::kDevice:
       return "device error";
+    case ErrorCode::kCancelled:
+      return "cancelled";
   }
   return "unknown error";
 }

@@ -51,6 +51,8 @@ Image resize_antialiased(const Image& img, int w, int h);
 // aspect-preserving crop: non-square images are stretched) -> f32 [3, size, size] CHW with
 // ImageNet normalisation ((x/255 - mean) / std, mean 0.485,0.456,0.406, std 0.229,0.224,0.225).
 Result<Tensor> load_style_reference(const std::string& path, int size = 224);
+// The same from pixels in memory (1 to 4 channels; the size and byte count are checked).
+Result<Tensor> style_reference_from_image(const Image& image, int size = 224);
 // The normalisation step alone, for an already-sized RGB image.
 Tensor imagenet_normalize(const Image& rgb);
 

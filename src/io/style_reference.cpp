@@ -19,8 +19,25 @@ Result<Tensor> load_style_reference(const std::string& path, int size) {
   if (size < 1 || size > kMaxImageSide)
     return invalid_argument("style reference size must be in [1, ", kMaxImageSide, "], got ", size).with_file(path);
   QUILL_ASSIGN_OR_RETURN(Image img, read_image(path));
-  const Image rgb = to_rgb(img);
-  return imagenet_normalize(resize_antialiased(rgb, size, size));
+  auto t = style_reference_from_image(img, size);
+  if (!t.is_ok()) return t.take_status().with_file(path);
+  return t;
+}
+
+Result<Tensor> style_reference_from_image(const Image& img, int size) {
+  if (size < 1 || size > kMaxImageSide)
+    return invalid_argument("style reference size must be in [1, ", kMaxImageSide, "], got ", size);
+  if (img.width < 1 || img.height < 1 || img.width > kMaxImageSide || img.height > kMaxImageSide)
+    return invalid_argument("style image is ", img.width, "x", img.height, "; each side must be in [1, ",
+                            kMaxImageSide, "]");
+  if (img.channels < 1 || img.channels > 4)
+    return invalid_argument("style image has ", img.channels, " channels (expected 1 gray, 2 gray + alpha, 3 RGB or ",
+                            "4 RGBA)");
+  const size_t want = size_t(img.width) * size_t(img.height) * size_t(img.channels);
+  if (img.pixels.size() != want)
+    return invalid_argument("style image holds ", img.pixels.size(), " bytes, expected ", img.width, " x ",
+                            img.height, " x ", img.channels, " = ", want);
+  return imagenet_normalize(resize_antialiased(to_rgb(img), size, size));
 }
 
 }  // namespace quill

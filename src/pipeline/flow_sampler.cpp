@@ -11,7 +11,7 @@ void cfg_combine(const float* batched, int64_t B, int64_t per, float g, float* v
 }
 
 Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const VelocityFn& velocity,
-                     const StepCallback& on_step) {
+                     const StepControl& control) {
   const int64_t B = loop.batch, per = loop.per_sample;
   if (loop.timesteps.empty() || loop.sigmas.size() != loop.timesteps.size() + 1)
     return invalid_argument("sampler needs N timesteps and N+1 sigmas, got ", loop.timesteps.size(), " and ",
@@ -24,6 +24,7 @@ Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const Ve
   std::vector<float> v(guided ? static_cast<size_t>(B * per) : 0);
   const int steps = int(loop.timesteps.size());
   for (int i = 0; i < steps; ++i) {
+    if (control.cancelled()) return make_error(ErrorCode::kCancelled, "cancelled before step ", i + 1, " of ", steps);
     std::copy(latents.begin(), latents.end(), x_in.begin());
     if (guided) std::copy(latents.begin(), latents.end(), x_in.begin() + B * per);
     QUILL_RETURN_IF_ERROR(velocity(x_in.data(), MB, loop.timesteps[size_t(i)], v_out.data()));
@@ -34,7 +35,7 @@ Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const Ve
     }
     const float dt = loop.sigmas[size_t(i) + 1] - loop.sigmas[size_t(i)];
     for (int64_t j = 0; j < B * per; ++j) latents[size_t(j)] += dt * vel[j];
-    if (on_step) on_step(i + 1, steps);
+    if (control.on_step) control.on_step(i + 1, steps);
   }
   return Status::ok();
 }

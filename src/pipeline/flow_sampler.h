@@ -4,7 +4,9 @@
 // x <- x + (sigma_next - sigma) v in f32.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "quill/status.h"
@@ -23,9 +25,21 @@ struct FlowLoop {
   std::vector<float> timesteps;  // N model timesteps
 };
 
+// Progress and cancellation of one sampling run: on_step after every step; when `cancel` is set
+// (by another thread), the loop stops before its next step with ErrorCode::kCancelled.
+struct StepControl {
+  StepControl() = default;
+  template <typename F, typename = std::enable_if_t<std::is_invocable_v<F, int, int>>>
+  StepControl(F&& f, const std::atomic<bool>* c = nullptr)  // NOLINT(google-explicit-constructor)
+      : on_step(std::forward<F>(f)), cancel(c) {}
+  StepCallback on_step;
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+};
+
 // Runs the loop in place on latents [B * per_sample]. Buffers are allocated once per call.
 Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const VelocityFn& velocity,
-                     const StepCallback& on_step = nullptr);
+                     const StepControl& control = {});
 
 // v = u + g (c - u) over B rows, where `batched` holds [u (B rows); c (B rows)].
 void cfg_combine(const float* batched, int64_t B, int64_t per_sample, float g, float* v);

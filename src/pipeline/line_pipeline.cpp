@@ -58,22 +58,32 @@ Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::str
                                                       const std::string& style_path, const LineOptions& o,
                                                       int max_batch, LineTimings* timings,
                                                       const std::function<void(int, int)>& on_line) {
-  const LineModelConfig& c = engine_->model().config();
-  LineTimings t;
-  if (texts.empty()) return invalid_argument("no lines to render");
-  if (max_batch < 1) return invalid_argument("max batch must be positive");
-
-  // Style embedding (shared by every line of the request).
   std::vector<float> style;
+  double style_ms = 0;
   if (!style_path.empty()) {
     if (!style_)
       return unsupported("this model has no style encoder (no style_encoder/ folder), so --style cannot be used");
     const auto t0 = std::chrono::steady_clock::now();
     QUILL_ASSIGN_OR_RETURN(style, style_->embed(style_path));
-    if (int64_t(style.size()) != c.style_dim)
-      return internal_error("style encoder returned ", style.size(), " values, the model expects ", c.style_dim);
-    t.style_ms = ms_since(t0);
+    style_ms = ms_since(t0);
   }
+  auto r = generate_with_embedding(texts, style, o, max_batch, timings, on_line);
+  if (timings) timings->style_ms = style_ms;
+  return r;
+}
+
+Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(const std::vector<std::string>& texts,
+                                                                     const std::vector<float>& style,
+                                                                     const LineOptions& o, int max_batch,
+                                                                     LineTimings* timings,
+                                                                     const std::function<void(int, int)>& on_line,
+                                                                     const StepControl& control) {
+  const LineModelConfig& c = engine_->model().config();
+  LineTimings t;
+  if (texts.empty()) return invalid_argument("no lines to render");
+  if (max_batch < 1) return invalid_argument("max batch must be positive");
+  if (!style.empty() && int64_t(style.size()) != c.style_dim)
+    return internal_error("style encoder returned ", style.size(), " values, the model expects ", c.style_dim);
 
   // Render every line, then group by bucket.
   std::vector<GlyphLine> glyphs(texts.size());
@@ -110,7 +120,7 @@ Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::str
       r.start_sigma = o.start_sigma;
       r.seed = o.seed + start * 7919 + uint64_t(width);
       std::vector<float> x;
-      QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x));
+      QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x, control));
       for (int64_t b = 0; b < B; ++b) {
         const size_t i = idx[start + size_t(b)];
         LineImage& li = out[i];

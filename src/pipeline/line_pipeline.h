@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "io/image.h"
 #include "pipeline/flow_sampler.h"
 #include "runtime/line_engine.h"
 #include "text/glyph_line.h"
@@ -20,6 +21,10 @@ class StyleEncoder {
  public:
   virtual ~StyleEncoder() = default;
   virtual Result<std::vector<float>> embed(const std::string& image_path) = 0;
+  // From pixels in memory (gray, gray + alpha, RGB or RGBA).
+  virtual Result<std::vector<float>> embed_image(const Image& image) = 0;
+  // Where its ops run: the Dispatcher of its engine (for a GPU primary and --diag counts).
+  virtual Dispatcher& ops() = 0;
 };
 
 struct LineOptions {
@@ -60,10 +65,18 @@ class LinePipeline {
   Result<std::vector<LineImage>> generate(const std::vector<std::string>& texts, const std::string& style_path,
                                           const LineOptions& options, int max_batch = 8, LineTimings* timings = nullptr,
                                           const std::function<void(int done, int total)>& on_line = nullptr);
+  // The same from a style embedding [style_dim] (empty: unconditional); `control` sees every
+  // sampling step and can cancel between steps.
+  Result<std::vector<LineImage>> generate_with_embedding(const std::vector<std::string>& texts,
+                                                         const std::vector<float>& style, const LineOptions& options,
+                                                         int max_batch, LineTimings* timings,
+                                                         const std::function<void(int done, int total)>& on_line,
+                                                         const StepControl& control = {});
 
   LineEngine& engine() { return *engine_; }
   GlyphLineRenderer& renderer() { return *renderer_; }
   void set_style_encoder(std::unique_ptr<StyleEncoder> enc) { style_ = std::move(enc); }
+  StyleEncoder* style_encoder() { return style_.get(); }
 
  private:
   std::unique_ptr<LineEngine> engine_;

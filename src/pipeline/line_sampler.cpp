@@ -39,7 +39,7 @@ void line_output_to_gray(const float* x, int64_t n, uint8_t* gray) {
 }
 
 Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<float>* out,
-                   const StepCallback& on_step) {
+                   const StepControl& control) {
   const LineModelConfig& cfg = engine.model().config();
   const int64_t B = r.batch, Hl = cfg.latent_height(), W = r.latent_w;
   if (r.steps <= 0 || r.steps > 1000) return invalid_argument("steps must be in [1, 1000], got ", r.steps);
@@ -80,7 +80,7 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
         std::fill(tsteps.begin(), tsteps.end(), t);
         return engine.forward(bucket, x, glyphs.data(), style.data(), tsteps.data(), v);
       },
-      on_step);
+      control);
 }
 
 }  // namespace quill

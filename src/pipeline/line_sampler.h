@@ -42,6 +42,6 @@ struct LineSampleRequest {
 
 // Returns the sampled line [B, Cout, Hl, Wl] in the model's output space.
 Status line_sample(LineEngine& engine, const LineSampleRequest& req, std::vector<float>* out,
-                   const StepCallback& on_step = nullptr);
+                   const StepControl& control = {});
 
 }  // namespace quill

@@ -8,7 +8,7 @@
 namespace quill {
 
 Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const SD3GenerateRequest& r,
-                            SD3GenerateTimings* timings, const StepCallback& on_step) {
+                            SD3GenerateTimings* timings, const StepControl& control) {
   const SD3Config& cfg = engine.model().config();
   const int64_t f = vae.config().downscale();
   if (r.steps <= 0 || r.steps > 1000) return invalid_argument("steps must be in [1, 1000], got ", r.steps);
@@ -47,7 +47,7 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   s.sigmas = scheduler.sigmas();
   s.timesteps = scheduler.timesteps();
   const auto t0 = std::chrono::steady_clock::now();
-  QUILL_RETURN_IF_ERROR(sd3_sample(engine, s, latents, on_step));
+  QUILL_RETURN_IF_ERROR(sd3_sample(engine, s, latents, control));
   const auto t1 = std::chrono::steady_clock::now();
 
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});

@@ -33,6 +33,6 @@ struct SD3GenerateTimings {
 
 // Returns the decoder output [B, 3, H, W] (nominally [-1, 1], unclamped).
 Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const SD3GenerateRequest& req,
-                            SD3GenerateTimings* timings = nullptr, const StepCallback& on_step = nullptr);
+                            SD3GenerateTimings* timings = nullptr, const StepControl& control = {});
 
 }  // namespace quill

@@ -5,7 +5,7 @@
 namespace quill {
 
 Status sd3_sample(SD3Engine& engine, const SD3SampleRequest& r, std::vector<float>& latents,
-                  const StepCallback& on_step) {
+                  const StepControl& control) {
   const SD3Config& cfg = engine.model().config();
   const int64_t B = r.batch, T = r.text_len, J = cfg.joint_attention_dim, P = cfg.pooled_projection_dim;
   if (!r.cond) return invalid_argument("conditioning is required");
@@ -40,7 +40,7 @@ Status sd3_sample(SD3Engine& engine, const SD3SampleRequest& r, std::vector<floa
         (void)mb;
         return engine.forward(bucket, x, ehs.data(), pooled.data(), tsteps.data(), v);
       },
-      on_step);
+      control);
 }
 
 }  // namespace quill

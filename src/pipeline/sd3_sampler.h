@@ -25,6 +25,6 @@ struct SD3SampleRequest {
 
 // Runs the loop in place on latents [B, C, H, W].
 Status sd3_sample(SD3Engine& engine, const SD3SampleRequest& req, std::vector<float>& latents,
-                  const StepCallback& on_step = nullptr);
+                  const StepControl& control = {});
 
 }  // namespace quill

@@ -16,8 +16,12 @@ class Dinov2StyleEncoder final : public StyleEncoder {
   // Null (and ok) when `<model_dir>/style_encoder/config.json` does not exist.
   static Result<std::unique_ptr<StyleEncoder>> open_if_present(const std::string& model_dir, ThreadPool& pool);
   Result<std::vector<float>> embed(const std::string& image_path) override;
+  Result<std::vector<float>> embed_image(const Image& image) override;
+  Dispatcher& ops() override { return encoder_->engine().ops(); }
 
  private:
+  Result<int> square_size() const;
+  Result<std::vector<float>> embed_pixels(const Tensor& pixels);
   std::unique_ptr<Dinov2Encoder> encoder_;
 };
 

@@ -1,0 +1,114 @@
+// The handwriting line studio as a library: open a line model folder once (its weights, sampling
+// defaults from sampler.json, its style encoder and default hand), then turn texts + a style into
+// gray line images. The `quill line` command, the HTTP server and the Python package all call this.
+//
+//   auto studio = quill::LineStudio::open({}).value();          // the embedded default model
+//   quill::LineRequest r;
+//   r.texts = {"Kongl. Maj:ts nådiga förordning"};
+//   auto lines = studio->generate(r).value();                   // lines[0].gray: height x width bytes
+//
+// Lines of one request are grouped by width bucket and sampled up to `max_batch` at a time with
+// classifier-free guidance as one 2x batch; each bucket's plan is built once and reused by every
+// later request. Thread-safety: generate() may be called from several threads; calls run one at a
+// time on the studio's engines (a server that wants them batched together puts several texts in
+// one request).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "quill/device.h"
+#include "quill/status.h"
+
+namespace quill {
+
+struct LineStudioOptions {
+  std::string model_dir;  // empty: the embedded default model (models/quill-line), see default_line_model_dir()
+  std::string font_path;  // empty: the glyph-line default (DejaVu Sans); must match the model's training font
+  int threads = 0;        // <= 0: QUILL_THREADS or all cores
+  DeviceChoice device = DeviceChoice::kAuto;
+};
+
+// Sampling settings: LineStudio::defaults() holds the model's (sampler.json over built-in defaults).
+struct LineSampling {
+  int steps = 20;
+  float guidance_scale = 2.0f;  // <= 1: no guidance
+  float shift = 1.0f;
+  float start_sigma = 1.0f;  // 1: from pure noise; < 1: from the glyph line noised to this sigma
+};
+
+// The hand to imitate.
+struct LineStyle {
+  enum class Kind : uint8_t {
+    kModelDefault,  // the model's style_reference.png when it ships one, else no style
+    kNone,          // unconditional: the model's own average hand
+    kImageFile,     // a PNG or JPEG file
+    kPixels,        // 8-bit pixels in memory (gray, RGB or RGBA, row-major)
+  };
+  Kind kind = Kind::kModelDefault;
+  std::string path;             // kImageFile
+  std::vector<uint8_t> pixels;  // kPixels: height x width x channels
+  int width = 0, height = 0, channels = 0;
+
+  static LineStyle model_default() { return {}; }
+  static LineStyle none() { return {Kind::kNone, {}, {}, 0, 0, 0}; }
+  static LineStyle file(std::string p) { return {Kind::kImageFile, std::move(p), {}, 0, 0, 0}; }
+};
+
+struct LineProgress {
+  int lines_done = 0, lines_total = 0;  // lines finished so far in this request
+  int step = 0, steps = 0;              // sampling step of the batch in progress
+};
+
+struct LineRequest {
+  std::vector<std::string> texts;  // one line each (UTF-8, no newlines)
+  LineStyle style;
+  std::optional<LineSampling> sampling;  // unset: the model's defaults()
+  uint64_t seed = 0;
+  bool clamp_overflow = false;  // too-long lines: false = an error, true = cut at the model's max width
+  int max_batch = 8;            // lines sampled together per width bucket
+  std::function<void(const LineProgress&)> on_progress;  // after every step and every finished line
+  const std::atomic<bool>* cancel = nullptr;             // set it from another thread to stop (kCancelled)
+};
+
+struct LineResult {
+  std::string text;
+  int64_t width = 0, height = 0;
+  std::vector<uint8_t> gray;  // height x width, 255 = paper
+  int64_t bucket_width = 0;   // the width bucket (pixels) the line was sampled in
+};
+
+struct LineTiming {
+  double style_ms = 0, render_ms = 0, sample_ms = 0;
+  int lines = 0;
+  uint64_t plan_builds = 0, plan_reuses = 0;  // over the studio's life
+};
+
+class LineStudio {
+ public:
+  static Result<std::unique_ptr<LineStudio>> open(const LineStudioOptions& options);
+  virtual ~LineStudio() = default;
+
+  virtual const std::string& model_dir() const = 0;
+  virtual const LineSampling& defaults() const = 0;  // the model's sampler.json over the built-in defaults
+  virtual bool has_style_encoder() const = 0;
+  virtual const std::string& default_style_path() const = 0;  // empty when the model ships none
+  virtual const std::string& device() const = 0;              // "cpu", "cuda (per-op CPU fallback)", ...
+  virtual int64_t line_height() const = 0;
+  virtual int64_t max_line_width() const = 0;
+
+  virtual Result<std::vector<LineResult>> generate(const LineRequest& request, LineTiming* timing = nullptr) = 0;
+  // Ops run per kind and device (line model and style encoder), one line per kind: for --diag.
+  virtual std::string op_counts() const = 0;
+};
+
+// The embedded default line model: models/quill-line in the working directory, the source tree or
+// /usr/share/quill; empty when none has it.
+std::string default_line_model_dir();
+
+}  // namespace quill

@@ -1,0 +1,43 @@
+#include "api/image_model_registry.h"
+
+#include "core/thread_pool.h"
+#include "io/architecture.h"
+#include "io/model_files.h"
+
+namespace quill {
+
+const std::vector<ImageModelEntry>& image_model_registry() {
+  static const std::vector<ImageModelEntry> table = {
+      {"SD3Transformer2DModel", &open_sd3_image_generator},
+  };
+  return table;
+}
+
+std::vector<std::string> ImageGenerator::architectures() {
+  std::vector<std::string> names;
+  for (const auto& e : image_model_registry()) names.push_back(e.architecture);
+  return names;
+}
+
+Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const OpenOptions& options) {
+  QUILL_ASSIGN_OR_RETURN(auto files, ModelFiles::open(options.transformer));
+  const ArchitectureGuess arch = detect_architecture(*files);
+  for (const auto& e : image_model_registry())
+    if (arch.name == e.architecture) return e.open(options, arch.name);
+  std::string known;
+  for (const auto& e : image_model_registry()) known += str_cat(known.empty() ? "" : ", ", e.architecture);
+  return unsupported("no image pipeline for architecture '", arch.name, "' (detected from ", arch.source,
+                     "); supported: ", known)
+      .with_file(options.transformer);
+}
+
+Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const std::string& transformer_path,
+                                                             const std::string& vae_path, int threads) {
+  OpenOptions o;
+  o.transformer = transformer_path;
+  o.vae = vae_path;
+  o.threads = threads;
+  return open(o);
+}
+
+}  // namespace quill
