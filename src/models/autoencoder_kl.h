@@ -4,7 +4,8 @@
 // config.json, so the diffusers source reads side by side with this file.
 //
 // Activations are NCHW f32, one sample at a time, in a workspace of three buffers sized for the
-// largest activation of the call (plus the mid-block attention's q, k, v). Every op goes through
+// largest activation of the size (plus the mid-block attention's q, k, v), carved from an arena
+// that is planned once per size and reused. Every op goes through
 // the Dispatcher, so the VAE runs on whatever backend the caller's engine has and is counted in
 // its --diag. Weights are converted to f32 once at load (VAE convolutions are small); the CPU
 // keeps its oneDNN primitive per input shape with each convolution's weights, so repeated decodes
@@ -91,6 +92,7 @@ struct Coder {  // Encoder or Decoder
   Conv2dWeights conv_out;
 };
 struct Workspace;
+class Plans;
 }  // namespace vae
 
 class AutoencoderKL {
@@ -118,9 +120,14 @@ class AutoencoderKL {
 
   // Bytes of activation workspace decode_unscaled needs for one latent of h x w (no tiling).
   size_t decode_workspace_bytes(int64_t h, int64_t w) const;
+  // Plans (one arena per decode / encode size), built on first use and kept, like the
+  // transformers' plans; calls of one size take turns on its plan.
+  size_t plan_count() const;
+
+  ~AutoencoderKL();
 
  private:
-  AutoencoderKL() = default;
+  AutoencoderKL();
   // One sample: z [latent, h, w] -> out [out_channels, h*f, w*f], post_quant_conv included.
   Status decode_one(const float* z, int64_t h, int64_t w, float* out, vae::Workspace& ws, Dispatcher& ops) const;
   Status decode_tiled_one(const float* z, int64_t h, int64_t w, float* out, int64_t out_h, int64_t out_w,
@@ -131,6 +138,7 @@ class AutoencoderKL {
   bool has_encoder_ = false;
   vae::Coder decoder_, encoder_;
   Conv2dWeights quant_conv_, post_quant_conv_;
+  std::unique_ptr<vae::Plans> plans_;
 };
 
 }  // namespace quill

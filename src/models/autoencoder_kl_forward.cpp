@@ -12,20 +12,15 @@ namespace vae {
 
 constexpr float kNormEps = 1e-6f;  // every GroupNorm of the VAE (resnets, attention, conv_norm_out)
 
-void Workspace::reserve(const WorkspaceSizes& s) {
-  if (s.act > act_cap) {
-    for (auto& b : buf) b.reset();
-    for (auto& b : buf) b.reset(new float[s.act]);
-    act_cap = s.act;
-  }
-  if (s.attn > attn_cap) {
-    attn.reset(new float[s.attn]);
-    attn_cap = s.attn;
-  }
-  if (s.latent > latent_cap) {
-    latent.reset(new float[s.latent]);
-    latent_cap = s.latent;
-  }
+void Workspace::carve(const WorkspaceSizes& s) {
+  ArenaSizer sizer;
+  for (int i = 0; i < 3; ++i) sizer.add(s.act * sizeof(float));
+  sizer.add(s.attn * sizeof(float));
+  sizer.add(s.latent * sizeof(float));
+  arena.reserve(sizer.peak() + Arena::kAlign);
+  for (auto& b : buf) b = arena.allocate_n<float>(s.act);
+  attn = s.attn ? arena.allocate_n<float>(s.attn) : nullptr;
+  latent = s.latent ? arena.allocate_n<float>(s.latent) : nullptr;
 }
 
 namespace {
@@ -70,7 +65,7 @@ Status attention(const AttentionBlock& a, Act& x, Workspace& ws, int64_t groups,
   const int j = (x.idx + 1) % 3, k = (x.idx + 2) % 3;
   float *X = ws.b(x.idx), *J = ws.b(j), *K = ws.b(k);
   const int64_t C = a.channels, T = x.H * x.W;
-  float *q = ws.attn.get(), *kk = q + C * T, *v = kk + C * T, *scratch = v + C * T;
+  float *q = ws.attn, *kk = q + C * T, *v = kk + C * T, *scratch = v + C * T;
   QUILL_RETURN_IF_ERROR(norm(a.group_norm, X, J, C, T, groups, false, ops));
   QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_q, q));
   QUILL_RETURN_IF_ERROR(ops.conv2d(J, 1, x.H, x.W, a.to_k, kk));
@@ -186,6 +181,18 @@ Status check_nchw(const Tensor& t, const char* what, int64_t channels) {
 
 }  // namespace
 
+AutoencoderKL::AutoencoderKL()
+    : plans_(std::make_unique<vae::Plans>([this](const vae::PlanKey& k) -> Result<std::unique_ptr<vae::Plan>> {
+        auto p = std::make_unique<vae::Plan>();
+        vae::WorkspaceSizes s = k.kind == 0 ? vae::decoder_sizes(config_, k.h, k.w) : vae::encoder_sizes(config_, k.h, k.w);
+        if (k.kind == 0) s.latent = size_t(config_.latent_channels * k.h * k.w);
+        p->ws.carve(s);
+        return p;
+      })) {}
+AutoencoderKL::~AutoencoderKL() = default;
+
+size_t AutoencoderKL::plan_count() const { return plans_->size(); }
+
 size_t AutoencoderKL::decode_workspace_bytes(int64_t h, int64_t w) const {
   const auto s = vae::decoder_sizes(config_, h, w);
   return (3 * s.act + s.attn + size_t(config_.latent_channels * h * w)) * sizeof(float);
@@ -194,8 +201,8 @@ size_t AutoencoderKL::decode_workspace_bytes(int64_t h, int64_t w) const {
 Status AutoencoderKL::decode_one(const float* z, int64_t h, int64_t w, float* out, vae::Workspace& ws,
                                  Dispatcher& ops) const {
   if (config_.use_post_quant_conv) {
-    QUILL_RETURN_IF_ERROR(ops.conv2d(z, 1, h, w, post_quant_conv_, ws.latent.get()));
-    z = ws.latent.get();
+    QUILL_RETURN_IF_ERROR(ops.conv2d(z, 1, h, w, post_quant_conv_, ws.latent));
+    z = ws.latent;
   }
   return vae::run_decoder(decoder_, config_, z, h, w, out, ws, ops);
 }
@@ -214,15 +221,13 @@ Result<Tensor> AutoencoderKL::decode_unscaled(const Tensor& z, Dispatcher& ops, 
       return out;
     }
   }
-  vae::Workspace ws;
-  auto sizes = vae::decoder_sizes(config_, h, w);
-  sizes.latent = size_t(config_.latent_channels * h * w);
-  ws.reserve(sizes);
+  QUILL_ASSIGN_OR_RETURN(vae::Plan * plan, plans_->get({0, h, w}));
+  std::lock_guard<std::mutex> lock(plan->mu);
   Tensor out = Tensor::empty(DType::kF32, {B, config_.out_channels, h * f, w * f});
   const int64_t per_in = z.numel() / B, per_out = out.numel() / B;
   for (int64_t b = 0; b < B; ++b)
     QUILL_RETURN_IF_ERROR(
-        decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, ws, ops));
+        decode_one(z.data_as<float>() + b * per_in, h, w, out.data_as<float>() + b * per_out, plan->ws, ops));
   return out;
 }
 
@@ -247,8 +252,9 @@ Result<Tensor> AutoencoderKL::encode_mean(const Tensor& image, Dispatcher& ops) 
     h = (h + 1 - 3) / 2 + 1;
     w = (w + 1 - 3) / 2 + 1;
   }
-  vae::Workspace ws;
-  ws.reserve(vae::encoder_sizes(config_, H, W));
+  QUILL_ASSIGN_OR_RETURN(vae::Plan * plan, plans_->get({1, H, W}));
+  std::lock_guard<std::mutex> lock(plan->mu);
+  vae::Workspace& ws = plan->ws;
   Tensor out = Tensor::empty(DType::kF32, {B, config_.latent_channels, h, w});
   const int64_t per_in = image.numel() / B, per_out = out.numel() / B;
   for (int64_t b = 0; b < B; ++b)

@@ -2,6 +2,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+
+#include "core/arena.h"
+#include "runtime/plan_cache.h"
 
 #include "models/autoencoder_kl.h"
 
@@ -13,13 +17,30 @@ struct WorkspaceSizes {
   size_t latent = 0;  // the post_quant_conv output / a latent tile
 };
 
-// Uninitialised buffers (never read before written), grown by reserve() and kept across samples.
+// The activation buffers of one decode or encode size, carved once from an arena (a plan): the
+// three activation buffers, the mid-block attention's q, k, v and score tile, and the latent.
 struct Workspace {
-  std::unique_ptr<float[]> buf[3];
-  std::unique_ptr<float[]> attn, latent;
-  size_t act_cap = 0, attn_cap = 0, latent_cap = 0;
-  void reserve(const WorkspaceSizes& s);
-  float* b(int i) { return buf[i].get(); }
+  Arena arena;
+  float* buf[3] = {nullptr, nullptr, nullptr};
+  float *attn = nullptr, *latent = nullptr;
+  void carve(const WorkspaceSizes& s);
+  float* b(int i) { return buf[i]; }
+};
+
+// One plan per (decode | encode, h, w); its mutex makes concurrent calls of one size take turns.
+struct PlanKey {
+  int kind = 0;  // 0 decode (latent h x w), 1 encode (image H x W)
+  int64_t h = 0, w = 0;
+  auto operator<=>(const PlanKey&) const = default;
+};
+struct Plan {
+  std::mutex mu;
+  Workspace ws;
+  double build_ms = 0;
+};
+class Plans : public PlanCache<PlanKey, Plan> {
+ public:
+  using PlanCache<PlanKey, Plan>::PlanCache;
 };
 
 WorkspaceSizes decoder_sizes(const AutoencoderKLConfig& c, int64_t h, int64_t w);

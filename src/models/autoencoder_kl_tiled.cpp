@@ -95,10 +95,9 @@ Status AutoencoderKL::decode_tiled_one(const float* z, int64_t h, int64_t w, flo
   const int64_t L = config_.latent_channels, C = config_.out_channels, f = g.f;
   const int64_t max_lh = std::min(g.tl, h), max_lw = std::min(g.tl, w);
 
-  vae::Workspace ws;
-  auto sizes = vae::decoder_sizes(config_, max_lh, max_lw);
-  sizes.latent = size_t(L * max_lh * max_lw);
-  ws.reserve(sizes);
+  QUILL_ASSIGN_OR_RETURN(vae::Plan * plan, plans_->get({0, max_lh, max_lw}));
+  std::lock_guard<std::mutex> lock(plan->mu);
+  vae::Workspace& ws = plan->ws;
   std::vector<float> zt(static_cast<size_t>(L * max_lh * max_lw));
   std::vector<float> tile(static_cast<size_t>(C * f * max_lh * f * max_lw));
 

@@ -75,6 +75,27 @@ TEST_P(ConvPaths, TinyDecodeMatchesDiffusers) {
   RecordProperty("rel_l2", sci(err));
 }
 
+// Each decode size gets one plan (an arena of activations), reused by later decodes of that size
+// with the same result; the VAE's ops go through the caller's dispatcher.
+TEST(AutoencoderKL, PlansOncePerSizeAndCountsItsOps) {
+  auto f = open("tiny");
+  ASSERT_TRUE(f.vae && f.io);
+  EXPECT_EQ(f.vae->plan_count(), 0u);
+  auto a = f.vae->decode(f.get("decode_latents"), pool());
+  auto b = f.vae->decode(f.get("decode_latents"), pool());
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  EXPECT_EQ(f.vae->plan_count(), 1u);
+  EXPECT_EQ(values(*a), values(*b));
+  auto cpu = make_cpu_backend(pool());
+  Dispatcher ops(cpu.get());
+  ASSERT_TRUE(f.vae->decode(f.get("tiled_latents"), ops).is_ok());
+  EXPECT_EQ(f.vae->plan_count(), 2u);
+  EXPECT_GT(ops.stats().runs_of(OpKind::kConv2d, Device::kCPU), 0u);
+  EXPECT_GT(ops.stats().runs_of(OpKind::kGroupNorm, Device::kCPU), 0u);
+  EXPECT_GT(ops.stats().runs_of(OpKind::kUpsample, Device::kCPU), 0u);
+  EXPECT_EQ(ops.stats().total(Device::kCUDA), 0u);
+}
+
 TEST_P(ConvPaths, TinyTiledDecodeMatchesDiffusers) {
   auto f = open("tiny");
   ASSERT_TRUE(f.vae && f.io);
