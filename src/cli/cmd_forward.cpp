@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "cli/command.h"
-#include "core/memory_stats.h"
 #include "core/log.h"
+#include "core/memory_stats.h"
 #include "core/thread_pool.h"
 #include "io/safetensors.h"
 #include "runtime/device_select.h"

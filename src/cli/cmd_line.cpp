@@ -39,13 +39,15 @@ std::string numbered(const std::string& path, size_t i) {
   const auto dot = path.rfind('.');
   char num[32];
   std::snprintf(num, sizeof(num), "_%04zu", i);
-  return (dot == std::string::npos ? path : path.substr(0, dot)) + num + (dot == std::string::npos ? ".png" : path.substr(dot));
+  return (dot == std::string::npos ? path : path.substr(0, dot)) + num +
+         (dot == std::string::npos ? ".png" : path.substr(dot));
 }
 
 int run(const Options& o) {
   if (o.text.empty() == o.batch_file.empty())
     return report_error(invalid_argument("give exactly one of --text or --batch-file"));
-  if (!o.style.empty() && o.no_style) return report_error(invalid_argument("give at most one of --style and --no-style"));
+  if (!o.style.empty() && o.no_style)
+    return report_error(invalid_argument("give at most one of --style and --no-style"));
   auto texts = read_texts(o);
   if (!texts) return report_error(texts.status());
   auto device = parse_device_choice(o.device);
@@ -95,7 +97,8 @@ int run(const Options& o) {
       "timing: load %.0f ms, style %.0f ms, render %.0f ms, sample %.0f ms for %d line(s) (%.2f lines/s, %d steps, "
       "plan builds %llu, plan reuses %llu); peak RSS %.1f MiB\n",
       load_ms, t.style_ms, t.render_ms, t.sample_ms, t.lines, t.lines / (t.sample_ms / 1e3 + 1e-9), s.steps,
-      (unsigned long long)t.plan_builds, (unsigned long long)t.plan_reuses, double(peak_rss_bytes()) / (1024.0 * 1024.0));
+      (unsigned long long)t.plan_builds, (unsigned long long)t.plan_reuses,
+      double(peak_rss_bytes()) / (1024.0 * 1024.0));
   if (o.diag) std::printf("%s", studio.op_counts().c_str());
   return kExitOk;
 }

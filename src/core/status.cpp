@@ -1,31 +1,17 @@
 #include "quill/status.h"
 
+#include <iterator>
+
 namespace quill {
 
 const char* error_code_name(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kInvalidFile:
-      return "invalid file";
-    case ErrorCode::kNotFound:
-      return "not found";
-    case ErrorCode::kUnsupported:
-      return "unsupported";
-    case ErrorCode::kIo:
-      return "i/o error";
-    case ErrorCode::kOutOfRange:
-      return "out of range";
-    case ErrorCode::kInternal:
-      return "internal error";
-    case ErrorCode::kDevice:
-      return "device error";
-    case ErrorCode::kCancelled:
-      return "cancelled";
-  }
-  return "unknown error";
+  // In ErrorCode's order.
+  static constexpr const char* kNames[] = {"ok",           "invalid argument", "invalid file", "not found",
+                                           "unsupported",  "i/o error",        "out of range", "internal error",
+                                           "device error", "cancelled"};
+  static_assert(std::size(kNames) == size_t(ErrorCode::kCancelled) + 1, "a name for every ErrorCode");
+  const auto i = size_t(code);
+  return i < std::size(kNames) ? kNames[i] : "unknown error";
 }
 
 Status& Status::with_file(const std::string& path) {

@@ -28,15 +28,15 @@ Result<Tensor> style_reference_from_image(const Image& img, int size) {
   if (size < 1 || size > kMaxImageSide)
     return invalid_argument("style reference size must be in [1, ", kMaxImageSide, "], got ", size);
   if (img.width < 1 || img.height < 1 || img.width > kMaxImageSide || img.height > kMaxImageSide)
-    return invalid_argument("style image is ", img.width, "x", img.height, "; each side must be in [1, ",
-                            kMaxImageSide, "]");
+    return invalid_argument("style image is ", img.width, "x", img.height, "; each side must be in [1, ", kMaxImageSide,
+                            "]");
   if (img.channels < 1 || img.channels > 4)
     return invalid_argument("style image has ", img.channels, " channels (expected 1 gray, 2 gray + alpha, 3 RGB or ",
                             "4 RGBA)");
   const size_t want = size_t(img.width) * size_t(img.height) * size_t(img.channels);
   if (img.pixels.size() != want)
-    return invalid_argument("style image holds ", img.pixels.size(), " bytes, expected ", img.width, " x ",
-                            img.height, " x ", img.channels, " = ", want);
+    return invalid_argument("style image holds ", img.pixels.size(), " bytes, expected ", img.width, " x ", img.height,
+                            " x ", img.channels, " = ", want);
   return imagenet_normalize(resize_antialiased(to_rgb(img), size, size));
 }
 

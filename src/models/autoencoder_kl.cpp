@@ -90,7 +90,7 @@ struct Loader {
     return t;
   }
   Result<Conv2dWeights> conv(const std::string& p, int64_t in, int64_t out, int64_t k, int64_t stride = 1,
-                           int64_t pad = -1) {
+                             int64_t pad = -1) {
     QUILL_ASSIGN_OR_RETURN(Tensor w, get(p + ".weight", {out, in, k, k}));
     QUILL_ASSIGN_OR_RETURN(Tensor b, get(p + ".bias", {out}));
     if (pad < 0) pad = k / 2;

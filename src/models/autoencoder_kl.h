@@ -20,9 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/thread_pool.h"
-#include "runtime/dispatcher.h"
 #include "quill/status.h"
 #include "quill/tensor.h"
+#include "runtime/dispatcher.h"
 
 namespace quill {
 

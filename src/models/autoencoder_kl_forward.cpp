@@ -184,7 +184,8 @@ Status check_nchw(const Tensor& t, const char* what, int64_t channels) {
 AutoencoderKL::AutoencoderKL()
     : plans_(std::make_unique<vae::Plans>([this](const vae::PlanKey& k) -> Result<std::unique_ptr<vae::Plan>> {
         auto p = std::make_unique<vae::Plan>();
-        vae::WorkspaceSizes s = k.kind == 0 ? vae::decoder_sizes(config_, k.h, k.w) : vae::encoder_sizes(config_, k.h, k.w);
+        vae::WorkspaceSizes s =
+            k.kind == 0 ? vae::decoder_sizes(config_, k.h, k.w) : vae::encoder_sizes(config_, k.h, k.w);
         if (k.kind == 0) s.latent = size_t(config_.latent_channels * k.h * k.w);
         p->ws.carve(s);
         return p;

@@ -72,12 +72,9 @@ Result<std::vector<LineImage>> LinePipeline::generate(const std::vector<std::str
   return r;
 }
 
-Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(const std::vector<std::string>& texts,
-                                                                     const std::vector<float>& style,
-                                                                     const LineOptions& o, int max_batch,
-                                                                     LineTimings* timings,
-                                                                     const std::function<void(int, int)>& on_line,
-                                                                     const StepControl& control) {
+Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
+    const std::vector<std::string>& texts, const std::vector<float>& style, const LineOptions& o, int max_batch,
+    LineTimings* timings, const std::function<void(int, int)>& on_line, const StepControl& control) {
   const LineModelConfig& c = engine_->model().config();
   LineTimings t;
   if (texts.empty()) return invalid_argument("no lines to render");

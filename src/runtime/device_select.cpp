@@ -1,27 +1,21 @@
 #include "runtime/device_select.h"
 
+#include <iterator>
+
 #include "core/log.h"
 #include "runtime/gpu_backend.h"
 
 namespace quill {
 
 Result<DeviceChoice> parse_device_choice(std::string_view name) {
-  if (name == "auto") return DeviceChoice::kAuto;
-  if (name == "cpu") return DeviceChoice::kCpu;
-  if (name == "gpu") return DeviceChoice::kGpu;
+  for (auto c : {DeviceChoice::kAuto, DeviceChoice::kCpu, DeviceChoice::kGpu})
+    if (name == device_choice_name(c)) return c;
   return invalid_argument("unknown device '", std::string(name), "' (expected auto, cpu or gpu)");
 }
 
 const char* device_choice_name(DeviceChoice choice) {
-  switch (choice) {
-    case DeviceChoice::kAuto:
-      return "auto";
-    case DeviceChoice::kCpu:
-      return "cpu";
-    case DeviceChoice::kGpu:
-      return "gpu";
-  }
-  return "?";
+  static constexpr const char* kNames[] = {"auto", "cpu", "gpu"};  // in DeviceChoice's order
+  return size_t(choice) < std::size(kNames) ? kNames[size_t(choice)] : "?";
 }
 
 Result<DeviceSelection> select_device(DeviceChoice choice) {

@@ -63,16 +63,14 @@ class Dispatcher {
                         int64_t gate_stride);
   Status add(float* x, const float* y, int64_t rows, int64_t D, int64_t y_rows);
   Status swiglu(const float* gate, const float* up, int64_t ld, float* out, int64_t M, int64_t F);
-  Status rope(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin,
-              int64_t pairs);
+  Status rope(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin, int64_t pairs);
   Status conv2d(const float* x, int64_t N, int64_t H, int64_t W, const Conv2dWeights& c, float* y);
   Status group_norm(const float* x, float* y, int64_t N, int64_t C, int64_t HW, int64_t groups, float eps,
                     const float* gamma, const float* beta, bool silu);
   Status upsample_nearest2x(const float* x, float* y, int64_t planes, int64_t H, int64_t W);
   Status spatial_attention(const float* q, const float* k, const float* v, float* out, int64_t C, int64_t T,
                            float scale, float* scratch);
-  Status resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout,
-                        int64_t Wout);
+  Status resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout, int64_t Wout);
 
  private:
   template <typename F>

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "core/arena.h"
 #include "core/log.h"
+#include "io/model_files.h"
 #include "runtime/dispatcher.h"
 #include "runtime/plan_cache.h"
 
@@ -33,9 +35,11 @@ class Engine {
 
   // `pool` must outlive the engine.
   Engine(std::unique_ptr<Model> model, ThreadPool& pool)
-      : model_(std::move(model)), pool_(pool), cpu_(make_cpu_backend(pool)), ops_(cpu_.get()), plans_([this](const Bucket& b) {
-          return build_plan(b);
-        }) {}
+      : model_(std::move(model)),
+        pool_(pool),
+        cpu_(make_cpu_backend(pool)),
+        ops_(cpu_.get()),
+        plans_([this](const Bucket& b) { return build_plan(b); }) {}
 
   const Model& model() const { return *model_; }
   Result<Plan<Model>*> plan(const Bucket& bucket) { return plans_.get(bucket); }
@@ -77,5 +81,13 @@ class Engine {
   Dispatcher ops_;
   PlanCache<Bucket, Plan<Model>> plans_;
 };
+
+// Opens `model_path` (anything ModelFiles reads) as a `Model` behind a fresh engine.
+template <typename Model>
+Result<std::unique_ptr<Engine<Model>>> open_engine(const std::string& model_path, ThreadPool& pool) {
+  QUILL_ASSIGN_OR_RETURN(auto files, ModelFiles::open(model_path));
+  QUILL_ASSIGN_OR_RETURN(auto model, Model::load(files));
+  return std::make_unique<Engine<Model>>(std::move(model), pool);
+}
 
 }  // namespace quill

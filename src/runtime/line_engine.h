@@ -11,6 +11,8 @@ namespace quill {
 
 using LineEngine = Engine<LineModel>;
 
-Result<std::unique_ptr<LineEngine>> open_line_engine(const std::string& model_path, ThreadPool& pool);
+inline Result<std::unique_ptr<LineEngine>> open_line_engine(const std::string& model_path, ThreadPool& pool) {
+  return open_engine<LineModel>(model_path, pool);
+}
 
 }  // namespace quill

@@ -1,46 +1,19 @@
 #include "runtime/op_backend.h"
 
 #include <array>
+#include <iterator>
 #include <mutex>
 
 namespace quill {
 
 const char* op_kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::kLinear:
-      return "linear";
-    case OpKind::kAttention:
-      return "attention";
-    case OpKind::kLayerNorm:
-      return "layer_norm";
-    case OpKind::kRmsNorm:
-      return "rms_norm";
-    case OpKind::kActivation:
-      return "activation";
-    case OpKind::kResidual:
-      return "residual";
-    case OpKind::kGeluErf:
-      return "gelu_erf";
-    case OpKind::kAdd:
-      return "add";
-    case OpKind::kSwiGLU:
-      return "swiglu";
-    case OpKind::kRope:
-      return "rope";
-    case OpKind::kConv2d:
-      return "conv2d";
-    case OpKind::kGroupNorm:
-      return "group_norm";
-    case OpKind::kUpsample:
-      return "upsample";
-    case OpKind::kSpatialAttention:
-      return "spatial_attention";
-    case OpKind::kResize:
-      return "resize";
-    case OpKind::kCount:
-      break;
-  }
-  return "?";
+  // In OpKind's order; the names are what --diag prints and QUILL_FAULT_INJECT takes.
+  static constexpr const char* kNames[] = {
+      "linear", "attention", "layer_norm", "rms_norm",   "activation", "residual",          "gelu_erf", "add",
+      "swiglu", "rope",      "conv2d",     "group_norm", "upsample",   "spatial_attention", "resize"};
+  static_assert(std::size(kNames) == size_t(OpKind::kCount), "a name for every OpKind");
+  const auto i = size_t(k);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 // ---- OpState ----
@@ -105,9 +78,7 @@ Result<Conv2dWeights> Conv2dWeights::create(const Tensor& weight, const Tensor& 
 
 // ---- default bodies: "not on this backend" ----
 
-Status OpBackend::not_here(OpKind kind) const {
-  return unsupported(name(), " has no ", op_kind_name(kind), " op");
-}
+Status OpBackend::not_here(OpKind kind) const { return unsupported(name(), " has no ", op_kind_name(kind), " op"); }
 
 Status OpBackend::linear(const float*, int64_t, const Tensor&, const float*, float*, const OpScratch&) {
   return not_here(OpKind::kLinear);
@@ -150,8 +121,7 @@ Status OpBackend::group_norm(const float*, float*, int64_t, int64_t, int64_t, in
 Status OpBackend::upsample_nearest2x(const float*, float*, int64_t, int64_t, int64_t) {
   return not_here(OpKind::kUpsample);
 }
-Status OpBackend::spatial_attention(const float*, const float*, const float*, float*, int64_t, int64_t, float,
-                                    float*) {
+Status OpBackend::spatial_attention(const float*, const float*, const float*, float*, int64_t, int64_t, float, float*) {
   return not_here(OpKind::kSpatialAttention);
 }
 Status OpBackend::resize_bicubic(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t) {

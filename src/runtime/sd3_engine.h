@@ -12,6 +12,8 @@ namespace quill {
 using SD3Engine = Engine<SD3Transformer>;
 using SD3Plan = Plan<SD3Transformer>;
 
-Result<std::unique_ptr<SD3Engine>> open_sd3_engine(const std::string& model_path, ThreadPool& pool);
+inline Result<std::unique_ptr<SD3Engine>> open_sd3_engine(const std::string& model_path, ThreadPool& pool) {
+  return open_engine<SD3Transformer>(model_path, pool);
+}
 
 }  // namespace quill

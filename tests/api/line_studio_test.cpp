@@ -84,8 +84,10 @@ TEST(LineStudio, ReportsProgressPerStepAndLineAndCancels) {
   r.on_progress = [&](const LineProgress& p) {
     EXPECT_EQ(p.lines_total, 3);
     EXPECT_EQ(p.steps, 3);
-    if (p.lines_done != last_done) last_done = p.lines_done;
-    else ++step_calls;
+    if (p.lines_done != last_done)
+      last_done = p.lines_done;
+    else
+      ++step_calls;
   };
   LineTiming t;
   auto out = studio->generate(r, &t);

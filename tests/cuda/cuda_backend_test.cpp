@@ -7,10 +7,10 @@
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
-#include "runtime/dispatcher.h"
 #include "core/log.h"
 #include "cuda/cuda_test_util.h"
 #include "io/safetensors.h"
+#include "runtime/dispatcher.h"
 #include "runtime/gpu_backend.h"
 #include "runtime/gpu_policy.h"
 #include "runtime/sd3_engine.h"

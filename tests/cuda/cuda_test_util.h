@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "runtime/dispatcher.h"
 #include "backend/cuda/cuda_backend.h"
+#include "runtime/dispatcher.h"
 #include "support/test_util.h"
 
 // Every test that needs a GPU starts with this.

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../backend/op_test_util.h"
-#include "quant/formats.h"
 #include "backend/cpu/cpu_backend.h"
+#include "quant/formats.h"
 #include "runtime/dispatcher.h"
 
 namespace quill {
@@ -41,8 +41,7 @@ void check(DType dt, const char* mode_env, double bound) {
   ASSERT_TRUE(q.is_ok());
   auto deq = quant::dequantize_tensor(*q);
   ASSERT_TRUE(deq.is_ok());
-  const size_t floats =
-      std::max(op_linear_scratch_floats(*q, pool), op_linear_scratch_floats(*deq, pool));
+  const size_t floats = std::max(op_linear_scratch_floats(*q, pool), op_linear_scratch_floats(*deq, pool));
   std::vector<float> scratch(floats);
   OpScratch s;
   s.linear = scratch.data();

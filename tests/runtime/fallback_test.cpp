@@ -8,9 +8,9 @@
 #include <map>
 
 #include "backend/cpu/cpu_backend.h"
-#include "runtime/dispatcher.h"
 #include "core/log.h"
 #include "io/safetensors.h"
+#include "runtime/dispatcher.h"
 #include "runtime/gpu_policy.h"
 #include "runtime/sd3_engine.h"
 #include "support/fake_backend.h"

@@ -27,9 +27,9 @@ using test::FakeFailingBackend;
 using test::random_normal;
 
 constexpr double kExact = 0.0;
-constexpr double kF32Bound = 1e-5;             // f32 kernels; only the summation order differs
-constexpr double kBf16LinearBound = 8e-3;      // x rounded to bf16 (and W, if it was not bf16)
-constexpr double kBf16AttentionBound = 2e-2;   // q, k, v and P rounded to bf16
+constexpr double kF32Bound = 1e-5;            // f32 kernels; only the summation order differs
+constexpr double kBf16LinearBound = 8e-3;     // x rounded to bf16 (and W, if it was not bf16)
+constexpr double kBf16AttentionBound = 2e-2;  // q, k, v and P rounded to bf16
 
 // One op call on fixed inputs. `run` calls the op through `ops` and appends every output (in-place
 // buffers after the op) to `out`; it builds its inputs itself, so every run starts from the same.
@@ -119,15 +119,15 @@ std::vector<OpCase> norm_cases(int64_t B, int64_t S, int64_t D) {
                   append(out, y);
                   return Status::ok();
                 }});
-  cs.push_back({"layer_norm_modulate" + sz, OpKind::kLayerNorm, kF32Bound,
-                [=](Dispatcher& ops, ThreadPool&, auto& out) {
-                  const auto x = offset_rows(n, 41), mod = random_normal(size_t(B * 6 * D), 44, 0.5f);
-                  auto y = nans(n);
-                  QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(x.data(), y.data(), B, S, D, 1e-6f, mod.data() + 3 * D,
-                                                                mod.data() + 4 * D, 6 * D));
-                  append(out, y);
-                  return Status::ok();
-                }});
+  cs.push_back(
+      {"layer_norm_modulate" + sz, OpKind::kLayerNorm, kF32Bound, [=](Dispatcher& ops, ThreadPool&, auto& out) {
+         const auto x = offset_rows(n, 41), mod = random_normal(size_t(B * 6 * D), 44, 0.5f);
+         auto y = nans(n);
+         QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(x.data(), y.data(), B, S, D, 1e-6f, mod.data() + 3 * D,
+                                                       mod.data() + 4 * D, 6 * D));
+         append(out, y);
+         return Status::ok();
+       }});
   cs.push_back({"rms_norm" + sz, OpKind::kRmsNorm, kF32Bound, [=](Dispatcher& ops, ThreadPool&, auto& out) {
                   const auto x = offset_rows(n, 41), w = random_normal(size_t(D), 42);
                   auto y = nans(n);
@@ -169,10 +169,9 @@ OpCase conv_case(const std::string& name, int64_t N, int64_t C, int64_t H, int64
   return {name, OpKind::kConv2d, kF32Bound, [=](Dispatcher& ops, ThreadPool&, std::vector<float>& out) -> Status {
             auto w = random_normal(size_t(O * C * k * k), 61, 0.2f), b = random_normal(size_t(O), 62);
             const auto x = random_normal(size_t(N * C * H * W), 63);
-            QUILL_ASSIGN_OR_RETURN(Conv2dWeights cw,
-                                   Conv2dWeights::create(Tensor(w.data(), DType::kF32, {O, C, k, k}),
-                                                         Tensor(b.data(), DType::kF32, {O}), stride, pt, pl, pb, pr,
-                                                         "suite.conv"));
+            QUILL_ASSIGN_OR_RETURN(Conv2dWeights cw, Conv2dWeights::create(Tensor(w.data(), DType::kF32, {O, C, k, k}),
+                                                                           Tensor(b.data(), DType::kF32, {O}), stride,
+                                                                           pt, pl, pb, pr, "suite.conv"));
             auto y = nans(N * O * cw.out_h(H) * cw.out_w(W));
             QUILL_RETURN_IF_ERROR(ops.conv2d(x.data(), N, H, W, cw, y.data()));
             append(out, y);
@@ -188,9 +187,10 @@ std::vector<OpCase> all_cases() {
                  linear_case(1, 128, 8, DType::kTQ2_0_G128, true), linear_case(37, 384, 200, DType::kTQ2_0_G128, true),
                  linear_case(129, 256, 131, DType::kTQ2_0_G128, false)})
     cs.push_back(c);
-  for (auto c : {attention_case(2, 100, 333, 3, 64), attention_case(2, 100, 333, 3, 128),
-                 attention_case(1, 1024, 1024, 2, 64), attention_case(1, 64, 1, 1, 128), attention_case(1, 1, 70, 2, 64),
-                 attention_case(2, 37, 41, 4, 8), attention_case(1, 50, 77, 2, 40), attention_case(1, 20, 30, 1, 256)})
+  for (auto c :
+       {attention_case(2, 100, 333, 3, 64), attention_case(2, 100, 333, 3, 128), attention_case(1, 1024, 1024, 2, 64),
+        attention_case(1, 64, 1, 1, 128), attention_case(1, 1, 70, 2, 64), attention_case(2, 37, 41, 4, 8),
+        attention_case(1, 50, 77, 2, 40), attention_case(1, 20, 30, 1, 256)})
     cs.push_back(c);
   for (auto sz : {std::array<int64_t, 3>{2, 25, 24}, {2, 77, 1536}, {1, 3, 3072}, {3, 5, 64}})
     for (auto& c : norm_cases(sz[0], sz[1], sz[2])) cs.push_back(c);

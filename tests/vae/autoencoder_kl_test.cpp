@@ -4,9 +4,9 @@
 
 #include <cstdio>
 
+#include "backend/cpu/conv2d.h"
 #include "io/model_files.h"
 #include "io/safetensors.h"
-#include "backend/cpu/conv2d.h"
 #include "models/autoencoder_kl.h"
 #include "pipeline/image_postprocess.h"
 #include "support/test_util.h"

@@ -90,7 +90,7 @@ class Conv2d {
  private:
   struct Cache;
   std::shared_ptr<const Conv2dWeights> owned_;  // create(): the converted weights; null for a view
-  const float* wp_ = nullptr;                    // the weights in use
+  const float* wp_ = nullptr;                   // the weights in use
   const float* bp_ = nullptr;
   int64_t O_ = 0, C_ = 0, kh_ = 1, kw_ = 1, stride_ = 1;
   int64_t pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;

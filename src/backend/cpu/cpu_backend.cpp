@@ -121,8 +121,8 @@ Status CpuBackend::conv2d(const float* x, int64_t N, int64_t H, int64_t W, const
   // The CPU layer (oneDNN primitives per input shape) lives with the weights, built on first use.
   auto layer = std::static_pointer_cast<cpu::Conv2d>(c.state.get_or_create(Device::kCPU, [&] {
     return std::shared_ptr<void>(std::make_shared<cpu::Conv2d>(
-        cpu::Conv2d::view(c.weight.data(), c.bias_ptr(), c.out_channels, c.in_channels, c.kh, c.kw, c.stride,
-                          c.pad_top, c.pad_left, c.pad_bottom, c.pad_right)));
+        cpu::Conv2d::view(c.weight.data(), c.bias_ptr(), c.out_channels, c.in_channels, c.kh, c.kw, c.stride, c.pad_top,
+                          c.pad_left, c.pad_bottom, c.pad_right)));
   }));
   return layer->forward(x, N, H, W, y, pool_);
 }
