@@ -5,8 +5,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "backend/cpu/kernels.h"
 
 namespace quill::cpu::avx512 {

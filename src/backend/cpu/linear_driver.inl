@@ -1,4 +1,4 @@
-// The few-rows linear driver and the entry points of one ISA, shared by linear_avx2.cpp and
+// The few-rows linear driver and the kernel lookup of one ISA, shared by linear_avx2.cpp and
 // linear_avx512.cpp. Included inside namespace quill::cpu::<isa>, after that ISA's
 //   decode<T>(src, dst, n)                                 a row of T -> f32
 //   gemv_tile<T, R, MG>(x, K, w0, row_bytes, bias, n, y, ldy)  R rows of W times MG (<= 4) rows of x
@@ -46,34 +46,15 @@ void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias
 
 }  // namespace
 
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n) {
+LinearKernels linear_kernels(DType dtype) {
   switch (dtype) {
-    case DType::kF16:
-      decode<DType::kF16>(src, dst, n);
-      break;
-    case DType::kBF16:
-      decode<DType::kBF16>(src, dst, n);
-      break;
     case DType::kF32:
-      std::memcpy(dst, src, size_t(n) * sizeof(float));
-      break;
-    default:
-      convert_to_f32(dtype, src, dst, n);
-      break;
-  }
-}
-
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy) {
-  switch (dtype) {
+      return {nullptr, gemv<DType::kF32>};
     case DType::kF16:
-      gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
+      return {decode<DType::kF16>, gemv<DType::kF16>};
     case DType::kBF16:
-      gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
+      return {decode<DType::kBF16>, gemv<DType::kBF16>};
     default:
-      gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
+      return {};
   }
 }
