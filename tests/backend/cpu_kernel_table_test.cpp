@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/op_test_util.h"
+#include "quant/quant_linear.h"
 
 namespace quill {
 namespace {
@@ -21,15 +22,16 @@ TEST(CpuKernelTable, DefaultIsTheLevelInForce) {
 
 TEST(CpuKernelTable, LevelsAboveTheHardwareAreCapped) {
   EXPECT_EQ(cpu::kernel_table_for(CpuIsa::kAvx512).isa, cpu_hardware_isa());
+  EXPECT_FALSE(cpu::kernel_table_for(CpuIsa::kAvx2, true).amx);  // AMX only beside AVX-512
 }
 
 TEST(CpuKernelTable, EachTableIsBuiltOnceAcrossThreads) {
   std::vector<const cpu::KernelTable*> seen(8);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < seen.size(); ++i)
-    threads.emplace_back([&seen, i] { seen[i] = &cpu::kernel_table_for(CpuIsa(int(i % 3))); });
+    threads.emplace_back([&seen, i] { seen[i] = &cpu::kernel_table_for(CpuIsa(int(i % 3)), false); });
   for (auto& t : threads) t.join();
-  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], &cpu::kernel_table_for(CpuIsa(int(i % 3))));
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], &cpu::kernel_table_for(CpuIsa(int(i % 3)), false));
 }
 
 TEST(CpuKernelTable, EveryLevelHasEveryKernel) {
@@ -41,6 +43,22 @@ TEST(CpuKernelTable, EveryLevelHasEveryKernel) {
     for (DType d : {DType::kF16, DType::kBF16}) EXPECT_NE(t.linear[size_t(d)].decode, nullptr);
     EXPECT_TRUE(t.gelu_tanh && t.silu && t.gelu_erf && t.attention_tile);
     EXPECT_EQ(t.attention_pack != nullptr, isa == CpuIsa::kAvx512);
+    EXPECT_TRUE(t.quant.prep_i8_rows && t.quant.prep_bf16_rows);
+    for (DType d : {DType::kTQ2_0_G128, DType::kQ8_0, DType::kBF16, DType::kF16, DType::kF8E4M3})
+      for (quant::QuantMode m : {quant::QuantMode::kExact, quant::QuantMode::kA8}) {
+        const quant::detail::QuantPlan& p = t.quant.plan[size_t(d)][size_t(m)];
+        // Every (dtype, mode) has SIMD kernels at AVX-512; AVX2 has them for f32 activations.
+        SCOPED_TRACE(testing::Message() << dtype_name(d) << " " << quant::quant_mode_name(m));
+        if (isa == CpuIsa::kAvx512 || (isa == CpuIsa::kAvx2 && p.kind == quant::detail::PanelKind::kF32)) {
+          EXPECT_NE(p.kernels, nullptr);
+        }
+        if (isa == CpuIsa::kScalar) {
+          EXPECT_EQ(p.kernels, nullptr);
+        }
+        if (p.kind == quant::detail::PanelKind::kBf16x3) {
+          EXPECT_NE(t.quant.prep_bf16x3_rows, nullptr);
+        }
+      }
   }
 }
 
