@@ -1,6 +1,5 @@
 #include "core/cpu_features.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,8 +52,6 @@ CpuFeatures detect() {
   return f;
 }
 
-std::atomic<int> g_override{-1};
-
 int env_cap() {
   static const int cap = [] {
     const char* e = std::getenv("QUILL_CPU_ISA");
@@ -82,15 +79,9 @@ CpuIsa cpu_hardware_isa() {
 }
 
 CpuIsa cpu_isa() {
-  int level = int(cpu_hardware_isa());
-  const int o = g_override.load(std::memory_order_relaxed);
-  const int cap = o >= 0 ? o : env_cap();
-  if (cap >= 0 && cap < level) level = cap;
-  return CpuIsa(level);
+  const int level = int(cpu_hardware_isa()), cap = env_cap();
+  return CpuIsa(cap >= 0 && cap < level ? cap : level);
 }
-
-void set_cpu_isa_override(CpuIsa isa) { g_override.store(int(isa)); }
-void clear_cpu_isa_override() { g_override.store(-1); }
 
 const char* cpu_isa_name(CpuIsa isa) {
   switch (isa) {

@@ -1,5 +1,6 @@
 // CPU feature detection for run-time kernel dispatch. QUILL_CPU_ISA=scalar|avx2|avx512 caps the
-// level (never raises it beyond what the CPU has), so tests can exercise every path.
+// level (never raises it beyond what the CPU has), for A/B checks. The kernels of each level are
+// chosen once, in backend/cpu/kernel_table.cpp (where tests also get the other levels' kernels).
 #pragma once
 
 #include <string>
@@ -15,11 +16,9 @@ struct CpuFeatures {
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false;
 };
 
-const CpuFeatures& cpu_features();      // what the hardware and OS support
-CpuIsa cpu_hardware_isa();              // best level the hardware supports
-CpuIsa cpu_isa();                       // level in force (hardware capped by QUILL_CPU_ISA)
-void set_cpu_isa_override(CpuIsa isa);  // tests: cap the level (clamped to hardware)
-void clear_cpu_isa_override();
+const CpuFeatures& cpu_features();  // what the hardware and OS support
+CpuIsa cpu_hardware_isa();          // best level the hardware supports
+CpuIsa cpu_isa();                   // level in force (hardware capped by QUILL_CPU_ISA)
 const char* cpu_isa_name(CpuIsa isa);
 std::string cpu_features_string();
 

@@ -33,7 +33,7 @@ Status quantize_tq2_0_g128(const float* w, int64_t rows, int64_t K, void* out) {
         const float r = std::nearbyint(x[j] / d);  // half to even, like torch.round
         v = r < -1.0f ? -1 : (r > 1.0f ? 1 : int(r));
       }
-      blk.qs[j / 4] |= uint8_t(tq2_code_for(v) << (2 * (j % 4)));
+      blk.qs[j / kTq2CodesPerByte] |= uint8_t(tq2_code_for(v) << (kTq2CodeBits * (j % kTq2CodesPerByte)));
     }
     blk.d = f32_to_f16(d);
   }

@@ -34,12 +34,18 @@ struct BlockQ8_0 {
 static_assert(sizeof(BlockTq2) == kTq2BlockBytes, "tq2_0_g128 block must be 34 bytes");
 static_assert(sizeof(BlockQ8_0) == kQ8BlockBytes, "q8_0 block must be 34 bytes");
 
+// tq2_0_g128 codes: 2 bits each, kTq2CodesPerByte to a byte of qs, least-significant bits first.
+// constexpr so that the CUDA layout (backend/cuda/tq2_layout.h) is derived from these.
+inline constexpr int kTq2CodeBits = 2;
+inline constexpr int kTq2CodesPerByte = 8 / kTq2CodeBits;
 // Value (-1, 0, +1) of a 2-bit ternary code; code 3 reads as 0.
-inline int tq2_code_value(unsigned code) { return code == 0 ? -1 : (code == 2 ? 1 : 0); }
+constexpr int tq2_code_value(unsigned code) { return code == 0 ? -1 : (code == 2 ? 1 : 0); }
 // Code of weight j (0..127) of a block.
-inline unsigned tq2_code(const uint8_t* qs, int j) { return (qs[j / 4] >> (2 * (j % 4))) & 3u; }
+constexpr unsigned tq2_code(const uint8_t* qs, int j) {
+  return (qs[j / kTq2CodesPerByte] >> (kTq2CodeBits * (j % kTq2CodesPerByte))) & ((1u << kTq2CodeBits) - 1);
+}
 // The 2-bit code written for a ternary value (-1, 0, +1).
-inline unsigned tq2_code_for(int v) { return v < 0 ? 0u : (v > 0 ? 2u : 1u); }
+constexpr unsigned tq2_code_for(int v) { return v < 0 ? 0u : (v > 0 ? 2u : 1u); }
 
 // Row-wise [rows, K] conversions. K must be a multiple of the block size (else invalid_argument).
 Status quantize_tq2_0_g128(const float* w, int64_t rows, int64_t K, void* out);

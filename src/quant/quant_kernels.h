@@ -69,15 +69,31 @@ void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 }
-// AMX tiles for tq2_0_g128: A8 (int8) and exact (bf16x3); available() = CPU + OS permission +
-// QUILL_AMX not 0.
+// AMX tiles for tq2_0_g128: A8 (int8) and exact (bf16x3).
 namespace amx {
-bool available();
-bool available_exact();          // also AMX-BF16
-void set_override(int enabled);  // tests: 1 force on (if the CPU has it), 0 off, -1 back to QUILL_AMX
+bool wanted();           // QUILL_AMX is not 0 / off
+bool supported();        // the CPU has AMX-INT8 and the OS granted the tile state
+bool supported_exact();  // also AMX-BF16 and AVX512_BF16
 const KernelSet* kernels(DType dtype, PanelKind kind);
 const KernelSet* exact_kernels(DType dtype);
 void prep_bf16x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int64_t plane, uint16_t* out);
 }  // namespace amx
+
+// How quant_linear runs one (weight dtype, mode) at one ISA level.
+struct QuantPlan {
+  PanelKind kind = PanelKind::kF32;    // activations as the kernels (or the reference) read them
+  const KernelSet* kernels = nullptr;  // null: the scalar reference
+  bool onednn = false;                 // bf16 x bf16 through oneDNN's matmul instead
+};
+
+// The quant_linear part of the CPU kernel table (filled in backend/cpu/kernel_table.cpp).
+struct QuantKernels {
+  QuantPlan plan[size_t(DType::kCount)][2];  // [weight dtype][QuantMode]
+  void (*prep_i8_rows)(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale) = nullptr;
+  void (*prep_bf16_rows)(const float* x, int64_t rows, int64_t K, uint16_t* out) = nullptr;
+  // Set where some plan reads kBf16x3 activations.
+  void (*prep_bf16x3_rows)(const float* x, int64_t rows, int64_t K, int64_t lda, int64_t plane,
+                           uint16_t* out) = nullptr;
+};
 
 }  // namespace quill::quant::detail

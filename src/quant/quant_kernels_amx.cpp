@@ -15,7 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -42,16 +41,6 @@ bool os_permits_amx() {
   return ok;
 }
 
-std::atomic<int> g_override{-1};  // -1: QUILL_AMX decides; 0/1: tests
-
-bool env_allows_amx() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("QUILL_AMX");
-    return !(v && (std::string_view(v) == "0" || std::string_view(v) == "off"));
-  }();
-  return allowed;
-}
-
 struct alignas(64) TileConfig {
   uint8_t palette_id;
   uint8_t start_row;
@@ -62,7 +51,8 @@ struct alignas(64) TileConfig {
 
 // Both kernels use the same shapes: tmm0, tmm1 C (rows x 64 bytes: 16 int32 or 16 f32); tmm2 A
 // (rows x 64 bytes: 64 u8 or 32 bf16 along k); tmm3, tmm4 B (16 rows of 64 bytes: k-quads of int8
-// or k-pairs of bf16, 16 columns). Loaded on every call: other code on this thread (oneDNN's AMX matmul) may have replaced it.
+// or k-pairs of bf16, 16 columns). Loaded on every call: other code on this thread (oneDNN's AMX matmul) may have
+// replaced it.
 void configure(int rows) {
   TileConfig c{};
   c.palette_id = 1;
@@ -255,11 +245,6 @@ void prep_bf16x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int6
   }
 }
 
-bool available_exact() {
-  const CpuFeatures& f = cpu_features();
-  return available() && f.amx_bf16 && f.avx512bf16;
-}
-
 const KernelSet* exact_kernels(DType dtype) {
   if (dtype != DType::kTQ2_0_G128) return nullptr;
   static const KernelSet set{PanelKind::kBf16x3, kNr,           kMr, 1024, kGroup, panel_bytes_bf16,
@@ -267,16 +252,24 @@ const KernelSet* exact_kernels(DType dtype) {
   return &set;
 }
 
-bool available() {
-  const int o = g_override.load(std::memory_order_relaxed);
-  if (o == 0) return false;
+bool wanted() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("QUILL_AMX");
+    return !(v && (std::string_view(v) == "0" || std::string_view(v) == "off"));
+  }();
+  return allowed;
+}
+
+bool supported() {
   const CpuFeatures& f = cpu_features();
   if (!(f.amx_tile && f.amx_int8 && f.avx512f && f.avx512bw)) return false;
-  if (o != 1 && !env_allows_amx()) return false;
   return os_permits_amx();
 }
 
-void set_override(int enabled) { g_override.store(enabled, std::memory_order_relaxed); }
+bool supported_exact() {
+  const CpuFeatures& f = cpu_features();
+  return supported() && f.amx_bf16 && f.avx512bf16;
+}
 
 const KernelSet* kernels(DType dtype, PanelKind kind) {
   if (dtype != DType::kTQ2_0_G128 || kind != PanelKind::kI8) return nullptr;

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "core/cpu_features.h"
+#include "backend/cpu/kernel_table.h"
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
 
@@ -17,6 +17,7 @@ namespace quill::quant {
 
 using detail::KernelSet;
 using detail::PanelKind;
+using detail::QuantPlan;
 using detail::TileArgs;
 using detail::WeightView;
 
@@ -27,31 +28,7 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // Sub-panels per work item: a few, so one strip of x is reused from L1 across them.
 constexpr int64_t kSubPanels = 4;
 
-PanelKind activation_kind(DType dtype, QuantMode mode) {
-#if defined(__x86_64__)
-  if (mode == QuantMode::kExact && dtype == DType::kTQ2_0_G128 && cpu_isa() == CpuIsa::kAvx512 &&
-      detail::amx::available_exact())
-    return PanelKind::kBf16x3;
-#endif
-  if (mode == QuantMode::kA8) {
-    if (dtype == DType::kTQ2_0_G128 || dtype == DType::kQ8_0) return PanelKind::kI8;
-    if (dtype == DType::kBF16) return PanelKind::kBf16;
-  }
-  return PanelKind::kF32;
-}
-
 int64_t group_of(DType dtype) { return dtype == DType::kQ8_0 ? kQ8BlockSize : kTq2BlockSize; }
-
-const KernelSet* pick_kernels(DType dtype, PanelKind kind) {
-#if defined(__x86_64__)
-  if (kind == PanelKind::kBf16x3) return detail::amx::exact_kernels(dtype);
-  if (cpu_isa() == CpuIsa::kAvx512 && kind == PanelKind::kI8 && detail::amx::available())
-    if (const KernelSet* ks = detail::amx::kernels(dtype, kind)) return ks;
-  if (cpu_isa() == CpuIsa::kAvx512) return detail::avx512::kernels(dtype, kind);
-  if (cpu_isa() == CpuIsa::kAvx2) return detail::avx2::kernels(dtype, kind);
-#endif
-  return nullptr;
-}
 
 // Row stride (elements) of prepared activations: padded by a cache line so the micro-kernel's
 // rows do not all fall into the same L1 sets when K is a multiple of 4 KiB / element size.
@@ -288,11 +265,12 @@ QuantMode quant_mode_from_env() {
 size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool) {
   if (W.rank() != 2) return 0;
   const int64_t K = W.dim(1);
-  const PanelKind kind = activation_kind(W.dtype(), mode);
+  const QuantPlan& plan = cpu::kernel_table().quant.plan[size_t(W.dtype())][size_t(mode)];
+  const PanelKind kind = plan.kind;
   const int64_t rows = std::min(std::max<int64_t>(M, 1), kQuantMChunk);
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
-  if (const KernelSet* ks = pick_kernels(W.dtype(), kind))
+  if (const KernelSet* ks = plan.kernels)
     per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
   return act_bytes(kind, rows, K) + threads * per_thread + kAlign;
 }
@@ -304,17 +282,18 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   if (M <= 0 || w.N == 0) return Status::ok();
   if (!scratch) return invalid_argument("quant_linear: no scratch");
   const int64_t K = w.K;
-  const PanelKind kind = activation_kind(w.dtype, mode);
+  const detail::QuantKernels& qk = cpu::kernel_table().quant;
+  const QuantPlan& plan = qk.plan[size_t(w.dtype)][size_t(mode)];
+  const PanelKind kind = plan.kind;
   if (kind == PanelKind::kBf16 && K % 2 != 0) return invalid_argument("quant_linear: bf16 a8 needs an even K, got ", K);
-  const KernelSet* ks = pick_kernels(w.dtype, kind);
-  const bool avx512 = cpu_isa() == CpuIsa::kAvx512;
+  const KernelSet* ks = plan.kernels;
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
   const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, kQuantMChunk);
   uint8_t* act = base;
   uint8_t* work = base + act_bytes(kind, chunk, K);
-  // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel. It
-  // wants dense activation rows (a padded stride sends oneDNN 2.x to a slower non-AMX kernel).
-  const bool use_onednn = kind == PanelKind::kBf16 && ks && avx512 && onednn_bf16_available();
+  // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
+  // non-AMX kernel).
+  const bool use_onednn = plan.onednn;
   const int64_t lda = kind == PanelKind::kF32 || use_onednn ? K : act_stride(kind, K);
   auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
   for (int64_t m0 = 0; m0 < M; m0 += chunk) {
@@ -324,21 +303,12 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
     if (kind != PanelKind::kF32) {
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          if (kind == PanelKind::kBf16x3) {
-            detail::amx::prep_bf16x3_rows(xc + r * K, 1, K, lda, chunk * lda,
-                                          reinterpret_cast<uint16_t*>(act) + r * lda);
-          } else if (kind == PanelKind::kI8) {
-            if (ks && avx512)
-              detail::avx512::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
-            else
-              detail::prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
-          } else {
-            auto* out = reinterpret_cast<uint16_t*>(act) + r * lda;
-            if (ks && avx512)
-              detail::avx512::prep_bf16_rows(xc + r * K, 1, K, out);
-            else
-              detail::prep_bf16_rows(xc + r * K, 1, K, out);
-          }
+          if (kind == PanelKind::kBf16x3)
+            qk.prep_bf16x3_rows(xc + r * K, 1, K, lda, chunk * lda, reinterpret_cast<uint16_t*>(act) + r * lda);
+          else if (kind == PanelKind::kI8)
+            qk.prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);
+          else
+            qk.prep_bf16_rows(xc + r * K, 1, K, reinterpret_cast<uint16_t*>(act) + r * lda);
         }
       });
     }

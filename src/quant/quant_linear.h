@@ -10,7 +10,8 @@
 //                       bf16 pair products accumulated in f32 (AVX512_BF16 dpbf16).
 //   f16         f32 x decoded weights (both modes).
 //   f8_e4m3     f32 x decoded weights times the per-row scale `w_scale` (both modes).
-// Every path has a scalar reference; AVX-512 and AVX2 kernels are picked by cpu_isa().
+// Every path has a scalar reference; the AVX-512, AVX2 and AMX kernels are chosen once per ISA level
+// (backend/cpu/kernel_table.cpp).
 // quant_linear never allocates: `scratch` holds quant_linear_scratch_bytes(M, ...) bytes (any M'
 // >= M works too; the work is chunked so scratch does not grow past kQuantMChunk rows).
 #pragma once

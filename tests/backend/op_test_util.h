@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "backend/cpu/kernel_table.h"
 #include "core/cpu_features.h"
 #include "support/test_util.h"
 
@@ -16,11 +17,12 @@ inline std::vector<CpuIsa> testable_isas() {
   return out;
 }
 
-// Caps the ISA for the scope of a test section.
+// The CPU ops run with the kernels of `isa` (or of `table`) for the scope of a test section.
 class IsaScope {
  public:
-  explicit IsaScope(CpuIsa isa) { set_cpu_isa_override(isa); }
-  ~IsaScope() { clear_cpu_isa_override(); }
+  explicit IsaScope(const cpu::KernelTable& table) { cpu::set_kernel_table_override(&table); }
+  explicit IsaScope(CpuIsa isa) : IsaScope(cpu::kernel_table_for(isa)) {}
+  ~IsaScope() { cpu::set_kernel_table_override(nullptr); }
   IsaScope(const IsaScope&) = delete;
   IsaScope& operator=(const IsaScope&) = delete;
 };

@@ -10,7 +10,6 @@
 
 #include "../backend/op_test_util.h"
 #include "quant/formats.h"
-#include "quant/quant_kernels.h"
 
 namespace quill::quant {
 namespace {
@@ -67,16 +66,15 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
   return num / std::max(den, 1e-30);
 }
 
-std::vector<float> run(CpuIsa isa, const std::vector<float>& x, int64_t M, const Weight& w,
+std::vector<float> run(const cpu::KernelTable& kernels, const std::vector<float>& x, int64_t M, const Weight& w,
                        const std::vector<float>& bias, QuantMode mode, ThreadPool& pool) {
-  set_cpu_isa_override(isa);
+  const testing_ops::IsaScope scope(kernels);
   const int64_t N = w.t.dim(0);
   std::vector<uint8_t> scratch(quant_linear_scratch_bytes(M, w.t, mode, pool));
   std::vector<float> y = nan_filled(size_t(M * N));
   Status st = quant_linear(x.data(), M, w.t, w.scale.empty() ? nullptr : w.scale.data(), bias.data(), y.data(),
                            scratch.data(), mode, pool);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
-  clear_cpu_isa_override();
   return y;
 }
 
@@ -100,13 +98,13 @@ void check_shape(ThreadPool& pool, int64_t M, int64_t K, int64_t N) {
   for (const Case& c : kCases) {
     const Weight w = make_weight(c.dtype, N, K, uint32_t(K * 3 + N));
     const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
-    const std::vector<float> scalar = run(CpuIsa::kScalar, x, M, w, bias, c.mode, pool);
+    const std::vector<float> scalar = run(cpu::kernel_table_for(CpuIsa::kScalar), x, M, w, bias, c.mode, pool);
     const std::string what = std::string(dtype_name(c.dtype)) + " " + quant_mode_name(c.mode) +
                              " M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
     EXPECT_LE(rel_err(scalar, ref), c.vs_exact) << what << " scalar vs f32 gemm";
     for (CpuIsa isa : testable_isas()) {
       if (isa == CpuIsa::kScalar) continue;
-      const std::vector<float> y = run(isa, x, M, w, bias, c.mode, pool);
+      const std::vector<float> y = run(cpu::kernel_table_for(isa), x, M, w, bias, c.mode, pool);
       EXPECT_LE(rel_err(y, ref), c.vs_exact) << what << " " << cpu_isa_name(isa) << " vs f32 gemm";
       EXPECT_LE(rel_err(y, scalar), c.mode == QuantMode::kExact ? 1e-5 : 1e-4)
           << what << " " << cpu_isa_name(isa) << " vs scalar";
@@ -126,11 +124,9 @@ TEST(QuantLinear, EveryIsaMatchesTheReference) {
 // bits. Exact (bf16x3 split) against the f32 FMA kernel and an f64 reference.
 TEST(QuantLinear, AmxMatchesVnniBitForBit) {
   if (!cpu_features().amx_int8 || cpu_hardware_isa() != CpuIsa::kAvx512) GTEST_SKIP() << "no AMX-INT8 here";
-  detail::amx::set_override(1);
-  if (!detail::amx::available()) {
-    detail::amx::set_override(-1);
-    GTEST_SKIP() << "the OS did not grant AMX tile state";
-  }
+  const cpu::KernelTable& with_amx = cpu::kernel_table_for(CpuIsa::kAvx512, true);
+  const cpu::KernelTable& without = cpu::kernel_table_for(CpuIsa::kAvx512, false);
+  if (!with_amx.amx) GTEST_SKIP() << "the OS did not grant AMX tile state";
   ThreadPool pool(2);
   for (int64_t M : {1, 15, 16, 17, 100, 600})
     for (int64_t K : {128, 1152})
@@ -138,25 +134,20 @@ TEST(QuantLinear, AmxMatchesVnniBitForBit) {
         const std::vector<float> x = random_normal(size_t(M * K), uint32_t(M + K + N));
         const std::vector<float> bias = random_normal(size_t(N), 3);
         const Weight w = make_weight(DType::kTQ2_0_G128, N, K, uint32_t(K + N));
-        detail::amx::set_override(1);
-        const std::vector<float> amx = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kA8, pool);
-        detail::amx::set_override(0);
-        const std::vector<float> vnni = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kA8, pool);
+        const std::vector<float> amx = run(with_amx, x, M, w, bias, QuantMode::kA8, pool);
+        const std::vector<float> vnni = run(without, x, M, w, bias, QuantMode::kA8, pool);
         ASSERT_EQ(amx.size(), vnni.size());
         EXPECT_EQ(std::memcmp(amx.data(), vnni.data(), amx.size() * sizeof(float)), 0)
             << "M=" << M << " K=" << K << " N=" << N << " rel " << rel_err(amx, vnni);
         // Exact mode: bf16x3 activation split on AMX-BF16 vs the f32 FMA kernel; only the
         // summation order differs.
         if (!cpu_features().amx_bf16) continue;
-        detail::amx::set_override(1);
-        const std::vector<float> amx_exact = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kExact, pool);
-        detail::amx::set_override(0);
-        const std::vector<float> fma_exact = run(CpuIsa::kAvx512, x, M, w, bias, QuantMode::kExact, pool);
+        const std::vector<float> amx_exact = run(with_amx, x, M, w, bias, QuantMode::kExact, pool);
+        const std::vector<float> fma_exact = run(without, x, M, w, bias, QuantMode::kExact, pool);
         const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
         EXPECT_LE(rel_err(amx_exact, fma_exact), 2e-6) << "exact M=" << M << " K=" << K << " N=" << N;
         EXPECT_LE(rel_err(amx_exact, ref), 2e-6) << "exact vs f64 M=" << M << " K=" << K << " N=" << N;
       }
-  detail::amx::set_override(-1);
 }
 
 // bf16 A8 goes to oneDNN, which keeps a reordered copy of each weight. A weight without an owner

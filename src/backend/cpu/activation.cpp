@@ -1,5 +1,5 @@
 // Element-wise activations (in place), threaded over chunks; the SIMD bodies live in
-// activation_avx2.cpp / activation_avx512.cpp.
+// activation_avx2.cpp / activation_avx512.cpp (gelu_erf's in gelu_erf*.cpp).
 //
 // GELU (tanh approximation, PyTorch approximate="tanh"):
 //   0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
@@ -7,9 +7,9 @@
 // cancellation in 1 + tanh(u) for negative x.
 #include "backend/cpu/ops.h"
 
-#include "backend/cpu/kernels.h"
+#include "backend/cpu/gelu_erf.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/vec_math.h"
-#include "core/cpu_features.h"
 
 namespace quill::cpu {
 
@@ -33,7 +33,6 @@ void silu(float* x, int64_t n) {
 
 namespace {
 
-using UnaryFn = void (*)(float*, int64_t);
 constexpr int64_t kChunk = 1 << 14;
 
 void run_chunked(float* x, int64_t n, UnaryFn fn, ThreadPool& pool) {
@@ -46,26 +45,8 @@ void run_chunked(float* x, int64_t n, UnaryFn fn, ThreadPool& pool) {
 
 }  // namespace
 
-void gelu_tanh(float* x, int64_t n, ThreadPool& pool) {
-  UnaryFn fn = scalar::gelu_tanh;
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512)
-    fn = avx512::gelu_tanh;
-  else if (cpu_isa() == CpuIsa::kAvx2)
-    fn = avx2::gelu_tanh;
-#endif
-  run_chunked(x, n, fn, pool);
-}
-
-void silu(float* x, int64_t n, ThreadPool& pool) {
-  UnaryFn fn = scalar::silu;
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512)
-    fn = avx512::silu;
-  else if (cpu_isa() == CpuIsa::kAvx2)
-    fn = avx2::silu;
-#endif
-  run_chunked(x, n, fn, pool);
-}
+void gelu_tanh(float* x, int64_t n, ThreadPool& pool) { run_chunked(x, n, kernel_table().gelu_tanh, pool); }
+void silu(float* x, int64_t n, ThreadPool& pool) { run_chunked(x, n, kernel_table().silu, pool); }
+void gelu_erf(float* x, int64_t n, ThreadPool& pool) { run_chunked(x, n, kernel_table().gelu_erf, pool); }
 
 }  // namespace quill::cpu

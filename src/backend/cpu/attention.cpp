@@ -20,9 +20,9 @@
 #include <limits>
 #include <vector>
 
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vec_math.h"
-#include "core/cpu_features.h"
 
 #define QUILL_ATTENTION_GENERIC_NS scalar
 #include "backend/cpu/attention_generic.inl"
@@ -41,16 +41,9 @@ void attention(const float* q, const float* k, const float* v, float* out, int64
     for (int64_t i = 0; i < B * Sq * H * Dh; ++i) out[i] = 0.0f;
     return;
   }
-  AttentionPackFn pack = nullptr;
-  AttentionTileFn tile = scalar::attention_tile;
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) {
-    pack = avx512::attention_pack_head;
-    tile = avx512::attention_tile;
-  } else if (cpu_isa() == CpuIsa::kAvx2) {
-    tile = avx2::attention_tile;
-  }
-#endif
+  const KernelTable& kernels = kernel_table();
+  const AttentionPackFn pack = kernels.attention_pack;
+  const AttentionTileFn tile = kernels.attention_tile;
   const AttentionArgs args{q, k, v, out, B, Sq, Skv, H, Dh, scale};
   const int64_t nqt = attention_query_tiles(Sq);
   const int64_t items = B * H * nqt;

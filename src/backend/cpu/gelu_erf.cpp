@@ -1,7 +1,7 @@
+// The scalar gelu_erf (the threaded op is in activation.cpp, beside the other activations).
 #include "backend/cpu/gelu_erf.h"
 
 #include "backend/cpu/vec_math.h"
-#include "core/cpu_features.h"
 
 namespace quill::cpu {
 
@@ -22,22 +22,5 @@ void gelu_erf(float* x, int64_t n) {
 }
 
 }  // namespace scalar
-
-void gelu_erf(float* x, int64_t n, ThreadPool& pool) {
-  using Fn = void (*)(float*, int64_t);
-  Fn fn = scalar::gelu_erf;
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512)
-    fn = avx512::gelu_erf;
-  else if (cpu_isa() == CpuIsa::kAvx2)
-    fn = avx2::gelu_erf;
-#endif
-  constexpr int64_t kChunk = 1 << 14;
-  pool.parallel_for((n + kChunk - 1) / kChunk, 1, [&](int64_t b, int64_t e) {
-    const int64_t lo = b * kChunk;
-    const int64_t hi = e * kChunk < n ? e * kChunk : n;
-    fn(x + lo, hi - lo);
-  });
-}
 
 }  // namespace quill::cpu

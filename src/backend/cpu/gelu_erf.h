@@ -24,7 +24,7 @@ inline constexpr float kP[10] = {-1.265512220e+00f, 1.000022650e+00f, 3.74125038
                                  -8.133255412e-01f, 1.687610028e-01f};
 }  // namespace gelu_erf_detail
 
-// Per-ISA bodies (gelu_erf.cpp, gelu_erf_avx2.cpp, gelu_erf_avx512.cpp); gelu_erf picks one.
+// Per-ISA bodies (gelu_erf.cpp, gelu_erf_avx2.cpp, gelu_erf_avx512.cpp); kernel_table.cpp picks one.
 namespace scalar {
 void gelu_erf(float* x, int64_t n);
 }

@@ -1,5 +1,5 @@
 // Per-instruction-set kernels behind the ops in ops.h. Each namespace is compiled in its own file
-// (*_avx512.cpp / *_avx2.cpp get the ISA flags); the ops pick one with cpu_isa() once per call.
+// (*_avx512.cpp / *_avx2.cpp get the ISA flags); kernel_table.cpp alone chooses among them.
 // Internal to src/backend/cpu: everything here is a building block, not an API.
 #pragma once
 
@@ -13,14 +13,22 @@ namespace quill::cpu {
 // ---- linear ----
 // Up to this many rows of x, linear runs the direct kernel (GemvFn) instead of a GEMM.
 inline constexpr int64_t kLinearSmallM = 16;
-// dst[n] = float(src[n]) for f16 / bf16 rows (exact conversion).
-using DecodeFn = void (*)(DType dtype, const void* src, float* dst, int64_t n);
+// dst[n] = float(src[n]) for a row of f16 / bf16 (exact conversion).
+using DecodeFn = void (*)(const void* src, float* dst, int64_t n);
 // Few-rows linear straight from the stored weights (no decoded copy): for the rows n in [n0, n1)
-// of W [N, K] (dtype f32 / f16 / bf16), y[m * ldy + n] = x[m, :] . W[n, :] + (bias ? bias[n] : 0)
-// for m < M <= kLinearSmallM, where GEMM packing does not pay off and the weights are read
-// from memory once.
-using GemvFn = void (*)(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-                        int64_t n1, float* y, int64_t ldy);
+// of W [N, K], y[m * ldy + n] = x[m, :] . W[n, :] + (bias ? bias[n] : 0) for m < M <= kLinearSmallM,
+// where GEMM packing does not pay off and the weights are read from memory once.
+using GemvFn = void (*)(const float* x, int64_t M, int64_t K, const void* W, const float* bias, int64_t n0, int64_t n1,
+                        float* y, int64_t ldy);
+// The linear kernels for one weight dtype: f32 has only gemv (its GEMM is sgemm on W as stored),
+// f16 / bf16 both; other dtypes none.
+struct LinearKernels {
+  DecodeFn decode = nullptr;
+  GemvFn gemv = nullptr;
+};
+
+// ---- activations ----
+using UnaryFn = void (*)(float* x, int64_t n);  // in place
 
 // ---- attention ----
 struct AttentionArgs {
@@ -49,27 +57,21 @@ using AttentionPackFn = void (*)(const AttentionArgs& a, int64_t bh, float* scra
 using AttentionTileFn = void (*)(const AttentionArgs& a, int64_t item, float* scratch);
 
 namespace scalar {
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy);
+LinearKernels linear_kernels(DType dtype);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
 void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace scalar
 
 namespace avx2 {
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy);
+LinearKernels linear_kernels(DType dtype);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
 void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace avx2
 
 namespace avx512 {
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n);
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy);
+LinearKernels linear_kernels(DType dtype);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
 void attention_pack_head(const AttentionArgs& a, int64_t bh, float* scratch);

@@ -13,8 +13,7 @@
 #include <cstring>
 
 #include "backend/cpu/gemm.h"
-#include "backend/cpu/kernels.h"
-#include "core/cpu_features.h"
+#include "backend/cpu/kernel_table.h"
 
 namespace quill::cpu {
 
@@ -32,22 +31,6 @@ int64_t panel_rows(int64_t N, int64_t K) {
   return rows < N ? rows : N;
 }
 
-DecodeFn pick_decode() {
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) return avx512::decode_rows;
-  if (cpu_isa() == CpuIsa::kAvx2) return avx2::decode_rows;
-#endif
-  return scalar::decode_rows;
-}
-
-GemvFn pick_gemv() {
-#if defined(__x86_64__)
-  if (cpu_isa() == CpuIsa::kAvx512) return avx512::gemv_rows;
-  if (cpu_isa() == CpuIsa::kAvx2) return avx2::gemv_rows;
-#endif
-  return scalar::gemv_rows;
-}
-
 void fill_bias(float* y, int64_t M, int64_t N, const float* bias, ThreadPool& pool) {
   pool.parallel_for(M, (1 << 14) / (N > 0 ? N : 1) + 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) std::memcpy(y + r * N, bias, size_t(N) * sizeof(float));
@@ -58,18 +41,24 @@ void fill_bias(float* y, int64_t M, int64_t N, const float* bias, ThreadPool& po
 
 namespace scalar {
 
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n) { convert_to_f32(dtype, src, dst, n); }
+namespace {
 
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy) {
+template <DType T>
+void decode(const void* src, float* dst, int64_t n) {
+  convert_to_f32(T, src, dst, n);
+}
+
+template <DType T>
+void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias, int64_t n0, int64_t n1, float* y,
+          int64_t ldy) {
   constexpr int64_t kChunk = 256;
   float w[kChunk];
   for (int64_t n = n0; n < n1; ++n) {
     float acc[kSmallM] = {};
     for (int64_t k0 = 0; k0 < K; k0 += kChunk) {
       const int64_t kk = K - k0 < kChunk ? K - k0 : kChunk;
-      const size_t at = size_t(n * K + k0) * size_t(dtype_traits(dtype).block_bytes);
-      convert_to_f32(dtype, static_cast<const char*>(W) + at, w, kk);
+      const size_t at = size_t(n * K + k0) * size_t(dtype_traits(T).block_bytes);
+      convert_to_f32(T, static_cast<const char*>(W) + at, w, kk);
       for (int64_t m = 0; m < M; ++m) {
         float s = 0.0f;
         for (int64_t k = 0; k < kk; ++k) s += x[m * K + k0 + k] * w[k];
@@ -78,6 +67,15 @@ void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W,
     }
     for (int64_t m = 0; m < M; ++m) y[m * ldy + n] = acc[m] + (bias ? bias[n] : 0.0f);
   }
+}
+
+}  // namespace
+
+LinearKernels linear_kernels(DType dtype) {
+  if (dtype == DType::kF32) return {nullptr, gemv<DType::kF32>};
+  if (dtype == DType::kF16) return {decode<DType::kF16>, gemv<DType::kF16>};
+  if (dtype == DType::kBF16) return {decode<DType::kBF16>, gemv<DType::kBF16>};
+  return {};
 }
 
 }  // namespace scalar
@@ -93,13 +91,13 @@ void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float
   assert(W.dtype() == DType::kF32 || W.dtype() == DType::kF16 || W.dtype() == DType::kBF16);
   const int64_t N = W.dim(0), K = W.dim(1);
   if (M <= 0 || N <= 0) return;
+  const LinearKernels& kernels = kernel_table().linear[size_t(W.dtype())];
 
   if (M <= kSmallM) {
-    const GemvFn gemv = pick_gemv();
+    const GemvFn gemv = kernels.gemv;
     // ~64K multiply-adds per task.
     const int64_t grain = (int64_t(1) << 16) / (K * M > 0 ? K * M : 1) + 1;
-    pool.parallel_for(N, grain,
-                      [&](int64_t n0, int64_t n1) { gemv(x, M, K, W.dtype(), W.data(), bias, n0, n1, y, N); });
+    pool.parallel_for(N, grain, [&](int64_t n0, int64_t n1) { gemv(x, M, K, W.data(), bias, n0, n1, y, N); });
     return;
   }
 
@@ -110,14 +108,14 @@ void linear(const float* x, int64_t M, const Tensor& W, const float* bias, float
   }
 
   assert(scratch != nullptr);
-  const DecodeFn decode = pick_decode();
+  const DecodeFn decode = kernels.decode;
   const int64_t rows = panel_rows(N, K);
   const int64_t elem = dtype_traits(W.dtype()).block_bytes;
   const char* wbytes = static_cast<const char*>(W.data());
   for (int64_t n0 = 0; n0 < N; n0 += rows) {
     const int64_t nn = N - n0 < rows ? N - n0 : rows;
     pool.parallel_for(nn, 8, [&](int64_t r0, int64_t r1) {
-      decode(W.dtype(), wbytes + size_t((n0 + r0) * K * elem), scratch + r0 * K, (r1 - r0) * K);
+      decode(wbytes + size_t((n0 + r0) * K * elem), scratch + r0 * K, (r1 - r0) * K);
     });
     sgemm_nt(M, nn, K, x, K, scratch, K, y + n0, N, bias != nullptr, pool);
   }

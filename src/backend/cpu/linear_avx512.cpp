@@ -1,11 +1,9 @@
-// AVX-512 weight decode and few-rows linear for linear.cpp.
+// AVX-512 weight decode and gemv tile for linear.cpp (the driver: linear_driver.inl).
 #if defined(__x86_64__)
 // GCC 12 flags the _mm512_undefined_ps() inside its own intrinsics as (maybe-)uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
-
-#include <cstring>
 
 #include "backend/cpu/kernels.h"
 
@@ -58,74 +56,12 @@ inline void gemv_tile(const float* x, int64_t K, const char* w0, int64_t row_byt
     for (int m = 0; m < MG; ++m) y[m * ldy + n + r] = _mm512_reduce_add_ps(acc[r][m]) + (bias ? bias[n + r] : 0.0f);
 }
 
-// Rows of x in groups of up to 4, inside the loop over W rows: a tile of W rows is read from
-// memory once and re-used from L1 by every group.
-template <DType T, int R>
-inline void gemv_rows_tile(const float* x, int64_t M, int64_t K, const char* w0, int64_t row_bytes, const float* bias,
-                           int64_t n, float* y, int64_t ldy) {
-  for (int64_t m0 = 0; m0 < M; m0 += 4) {
-    const float* xm = x + m0 * K;
-    float* ym = y + m0 * ldy;
-    switch (M - m0 < 4 ? M - m0 : 4) {
-      case 1:
-        gemv_tile<T, R, 1>(xm, K, w0, row_bytes, bias, n, ym, ldy);
-        break;
-      case 2:
-        gemv_tile<T, R, 2>(xm, K, w0, row_bytes, bias, n, ym, ldy);
-        break;
-      case 3:
-        gemv_tile<T, R, 3>(xm, K, w0, row_bytes, bias, n, ym, ldy);
-        break;
-      default:
-        gemv_tile<T, R, 4>(xm, K, w0, row_bytes, bias, n, ym, ldy);
-        break;
-    }
-  }
-}
-
-template <DType T>
-void gemv(const float* x, int64_t M, int64_t K, const void* W, const float* bias, int64_t n0, int64_t n1, float* y,
-          int64_t ldy) {
-  const int64_t row_bytes = K * int64_t(T == DType::kF32 ? 4 : 2);
-  const char* wb = static_cast<const char*>(W);
-  int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) gemv_rows_tile<T, 4>(x, M, K, wb + n * row_bytes, row_bytes, bias, n, y, ldy);
-  for (; n < n1; ++n) gemv_rows_tile<T, 1>(x, M, K, wb + n * row_bytes, row_bytes, bias, n, y, ldy);
-}
+// W rows per tile in the gemv main loop.
+constexpr int kGemvRows = 4;
 
 }  // namespace
 
-void decode_rows(DType dtype, const void* src, float* dst, int64_t n) {
-  switch (dtype) {
-    case DType::kF16:
-      decode<DType::kF16>(src, dst, n);
-      break;
-    case DType::kBF16:
-      decode<DType::kBF16>(src, dst, n);
-      break;
-    case DType::kF32:
-      std::memcpy(dst, src, size_t(n) * sizeof(float));
-      break;
-    default:
-      convert_to_f32(dtype, src, dst, n);
-      break;
-  }
-}
-
-void gemv_rows(const float* x, int64_t M, int64_t K, DType dtype, const void* W, const float* bias, int64_t n0,
-               int64_t n1, float* y, int64_t ldy) {
-  switch (dtype) {
-    case DType::kF16:
-      gemv<DType::kF16>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
-    case DType::kBF16:
-      gemv<DType::kBF16>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
-    default:
-      gemv<DType::kF32>(x, M, K, W, bias, n0, n1, y, ldy);
-      break;
-  }
-}
+#include "backend/cpu/linear_driver.inl"
 
 }  // namespace quill::cpu::avx512
 #endif

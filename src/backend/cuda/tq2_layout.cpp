@@ -1,5 +1,6 @@
 #include "backend/cuda/tq2_layout.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace quill::cuda {
@@ -11,15 +12,17 @@ void tq2_repack(const uint8_t* blocks, int64_t N, int64_t K, uint8_t* codes, uin
   const int64_t groups = K / kTq2Group;
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t g = 0; g < groups; ++g) {
-      const uint8_t* block = blocks + (n * groups + g) * kTq2BlockBytes;
+      const uint8_t* block = blocks + (n * groups + g) * quant::kTq2BlockBytes;
+      const uint8_t* qs = block + offsetof(quant::BlockTq2, qs);
       uint16_t d;
-      std::memcpy(&d, block + kTq2GroupCodeBytes, sizeof d);  // little-endian f16, as stored
+      std::memcpy(&d, block + offsetof(quant::BlockTq2, d), sizeof d);  // f16 bits, as stored
       scales_f16[g * N + n] = d;
       uint8_t* out = codes + (g * N + n) * kTq2GroupCodeBytes;
       for (int t = 0; t < 4; ++t) {
         for (int s = 0; s < 8; ++s) {
           uint32_t byte = 0;
-          for (int slot = 0; slot < 4; ++slot) byte |= tq2_file_code(block, tq2_gpu_k(t, s, slot)) << (2 * slot);
+          for (int slot = 0; slot < 4; ++slot)
+            byte |= quant::tq2_code(qs, tq2_gpu_k(t, s, slot)) << (quant::kTq2CodeBits * slot);
           out[t * 8 + s] = uint8_t(byte);
         }
       }

@@ -1,0 +1,114 @@
+#include "backend/cpu/kernel_table.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "backend/cpu/gelu_erf.h"
+#include "quant/onednn_bf16.h"
+#include "quant/quant_linear.h"
+
+namespace quill::cpu {
+
+namespace {
+
+namespace qd = quant::detail;
+using qd::PanelKind;
+using quant::QuantMode;
+
+// What one ISA namespace provides; the linear kernels are looked up per dtype.
+struct IsaKernels {
+  LinearKernels (*linear)(DType dtype);
+  UnaryFn gelu_tanh, silu, gelu_erf;
+  AttentionPackFn attention_pack;
+  AttentionTileFn attention_tile;
+};
+
+IsaKernels isa_kernels(CpuIsa isa) {
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx512)
+    return {avx512::linear_kernels, avx512::gelu_tanh,           avx512::silu,
+            avx512::gelu_erf,       avx512::attention_pack_head, avx512::attention_tile};
+  if (isa == CpuIsa::kAvx2)
+    return {avx2::linear_kernels, avx2::gelu_tanh, avx2::silu, avx2::gelu_erf, nullptr, avx2::attention_tile};
+#endif
+  return {scalar::linear_kernels, scalar::gelu_tanh, scalar::silu, scalar::gelu_erf, nullptr, scalar::attention_tile};
+}
+
+// quant_linear's activations and kernels for (dtype, mode); see quant_linear.h for the modes.
+qd::QuantPlan quant_plan(CpuIsa isa, bool amx, DType dtype, QuantMode mode) {
+  qd::QuantPlan p;
+  if (mode == QuantMode::kA8) {
+    if (dtype == DType::kTQ2_0_G128 || dtype == DType::kQ8_0) p.kind = PanelKind::kI8;
+    if (dtype == DType::kBF16) p.kind = PanelKind::kBf16;
+  }
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx512) {
+    if (amx && mode == QuantMode::kExact && dtype == DType::kTQ2_0_G128 && qd::amx::supported_exact()) {
+      p.kind = PanelKind::kBf16x3;
+      p.kernels = qd::amx::exact_kernels(dtype);
+      return p;
+    }
+    if (amx && p.kind == PanelKind::kI8) p.kernels = qd::amx::kernels(dtype, p.kind);
+    if (!p.kernels) p.kernels = qd::avx512::kernels(dtype, p.kind);
+    // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel.
+    p.onednn = p.kind == PanelKind::kBf16 && p.kernels && quant::onednn_bf16_available();
+  } else if (isa == CpuIsa::kAvx2) {
+    p.kernels = qd::avx2::kernels(dtype, p.kind);
+  }
+#endif
+  return p;
+}
+
+KernelTable build(CpuIsa isa, bool amx) {
+  KernelTable t;
+  t.isa = isa;
+  t.amx = amx;
+  const IsaKernels k = isa_kernels(isa);
+  for (size_t d = 0; d < size_t(DType::kCount); ++d) t.linear[d] = k.linear(DType(d));
+  t.gelu_tanh = k.gelu_tanh;
+  t.silu = k.silu;
+  t.gelu_erf = k.gelu_erf;
+  t.attention_pack = k.attention_pack;
+  t.attention_tile = k.attention_tile;
+
+  qd::QuantKernels& q = t.quant;
+  for (size_t d = 0; d < size_t(DType::kCount); ++d)
+    for (QuantMode mode : {QuantMode::kExact, QuantMode::kA8})
+      q.plan[d][size_t(mode)] = quant_plan(isa, amx, DType(d), mode);
+  q.prep_i8_rows = qd::prep_i8_rows;
+  q.prep_bf16_rows = qd::prep_bf16_rows;
+#if defined(__x86_64__)
+  if (isa == CpuIsa::kAvx512) {
+    q.prep_i8_rows = qd::avx512::prep_i8_rows;
+    q.prep_bf16_rows = qd::avx512::prep_bf16_rows;
+    if (amx) q.prep_bf16x3_rows = qd::amx::prep_bf16x3_rows;
+  }
+#endif
+  return t;
+}
+
+std::atomic<const KernelTable*> g_override{nullptr};
+
+}  // namespace
+
+const KernelTable& kernel_table_for(CpuIsa isa, bool amx) {
+  if (int(isa) > int(cpu_hardware_isa())) isa = cpu_hardware_isa();
+  amx = amx && isa == CpuIsa::kAvx512 && quant::detail::amx::supported();
+  static std::once_flag once[3][2];
+  static KernelTable tables[3][2];
+  const size_t i = size_t(isa), j = amx ? 1 : 0;
+  std::call_once(once[i][j], [&] { tables[i][j] = build(isa, amx); });
+  return tables[i][j];
+}
+
+const KernelTable& kernel_table_for(CpuIsa isa) { return kernel_table_for(isa, quant::detail::amx::wanted()); }
+
+const KernelTable& kernel_table() {
+  if (const KernelTable* t = g_override.load(std::memory_order_acquire)) return *t;
+  static const KernelTable& chosen = kernel_table_for(cpu_isa());
+  return chosen;
+}
+
+void set_kernel_table_override(const KernelTable* table) { g_override.store(table, std::memory_order_release); }
+
+}  // namespace quill::cpu
