@@ -3,6 +3,7 @@
 # count, in one run: 12 layers, 12 heads x 64, latent 32x32 (1024 image tokens), 154 text tokens,
 # batch 2. Needs the tools venv (tools/README.md) at $VENV (default /work/venv-tools or .venv).
 # Usage: scripts/bench-sd3-cpu.sh [threads] [runs]
+#   QUILL=path/to/quill  time that binary instead of this tree's release build (A/B of two builds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS=${1:-2}
@@ -10,13 +11,17 @@ RUNS=${2:-5}
 VENV=${VENV:-$( [ -d .venv ] && echo .venv || echo /work/venv-tools )}
 PY="$VENV/bin/python"
 DIR=build/sd3_mid
-cmake --build --preset release -j "$(nproc)" --target quill >/dev/null
+QUILL=${QUILL:-}
+if [ -z "$QUILL" ]; then
+  cmake --build --preset release -j "$(nproc)" --target quill >/dev/null
+  QUILL=build/release/quill
+fi
 echo "== torch (diffusers) on $THREADS threads" >&2
 TORCH=$("$PY" tools/bench_torch_sd3.py --threads "$THREADS" --runs "$RUNS" --save "$DIR")
 echo "== quill on $THREADS threads" >&2
-QUILL=$(OPENBLAS_NUM_THREADS=$THREADS build/release/quill forward --model "$DIR" --inputs "$DIR/inputs.safetensors" \
+QUILL_OUT=$(OPENBLAS_NUM_THREADS=$THREADS "$QUILL" forward --model "$DIR" --inputs "$DIR/inputs.safetensors" \
         -o "$DIR/quill_sample.safetensors" --threads "$THREADS" --repeat "$RUNS" --json)
-"$PY" - "$TORCH" "$QUILL" "$DIR" <<'PYEOF'
+"$PY" - "$TORCH" "$QUILL_OUT" "$DIR" <<'PYEOF'
 import json, sys
 import torch
 from safetensors.torch import load_file
