@@ -13,8 +13,9 @@ namespace {
 
 using test::CliRun;
 
+// Every run's stderr goes to one file in the test's own folder.
 CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  return test::run_quill(args, dir.file("stderr.txt"));
+  return test::run_quill(args, dir.file("err"));
 }
 
 TEST(DeviceDiagCli, LineDiagCountsLineModelRopeAndStyleEncoderOps) {

@@ -40,6 +40,8 @@ struct OpCase {
   std::function<Status(Dispatcher& ops, ThreadPool& pool, std::vector<float>& out)> run;
 };
 
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<float> nans(int64_t n) { return test::nan_filled(size_t(n)); }
 void append(std::vector<float>& out, const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); }
 
@@ -300,38 +302,39 @@ TEST_P(OpSuite, CpuOutputIsComplete) {
   EXPECT_EQ(nonfinite, 0u) << "an output element was never written (outputs start as NaN)";
 }
 
-TEST_P(OpSuite, FailingBackendFallsBackToTheCpuBitExact) {
-  const OpCase& c = GetParam();
+// Runs the case through a dispatcher whose primary is the fake backend (failing every op or none);
+// the output must be the CPU's bit for bit either way.
+OpStats run_on_fake(const OpCase& c, bool failing, FakeFailingBackend::Calls* calls) {
   ThreadPool pool(2);
   const auto want = run_on_cpu(c, pool);
   auto cpu = make_cpu_backend(pool);
   FakeFailingBackend fake(pool);
-  fake.fail_all();
+  if (failing) fake.fail_all();
   Dispatcher ops(cpu.get(), &fake);
   ops.set_policy(&kDefaultPolicy);
   std::vector<float> got;
   const Status st = c.run(ops, pool, got);
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
   EXPECT_TRUE(bit_equal(got, want));
-  EXPECT_EQ(fake.calls(c.kind), 1u);
-  EXPECT_EQ(ops.stats().fallbacks[size_t(c.kind)], 1u);
-  EXPECT_EQ(ops.stats().runs_of(c.kind, Device::kCPU), 1u);
-  EXPECT_EQ(ops.stats().total(Device::kCUDA), 0u);
+  if (calls) *calls = fake.calls(c.kind);
+  return ops.stats();
+}
+
+TEST_P(OpSuite, FailingBackendFallsBackToTheCpuBitExact) {
+  const OpCase& c = GetParam();
+  FakeFailingBackend::Calls calls = 0;
+  const OpStats st = run_on_fake(c, /*failing=*/true, &calls);
+  EXPECT_EQ(calls, 1u);
+  EXPECT_EQ(st.fallbacks[size_t(c.kind)], 1u);
+  EXPECT_EQ(st.runs_of(c.kind, Device::kCPU), 1u);
+  EXPECT_EQ(st.total(Device::kCUDA), 0u);
 }
 
 TEST_P(OpSuite, WorkingPrimaryRunsTheOpAndCountsItsDevice) {
   const OpCase& c = GetParam();
-  ThreadPool pool(2);
-  const auto want = run_on_cpu(c, pool);
-  auto cpu = make_cpu_backend(pool);
-  FakeFailingBackend fake(pool);
-  Dispatcher ops(cpu.get(), &fake);
-  ops.set_policy(&kDefaultPolicy);
-  std::vector<float> got;
-  ASSERT_TRUE(c.run(ops, pool, got).is_ok());
-  EXPECT_TRUE(bit_equal(got, want));
-  EXPECT_EQ(ops.stats().runs_of(c.kind, Device::kCUDA), 1u);
-  EXPECT_EQ(ops.stats().total(Device::kCPU), 0u);
+  const OpStats st = run_on_fake(c, /*failing=*/false, nullptr);
+  EXPECT_EQ(st.runs_of(c.kind, Device::kCUDA), 1u);
+  EXPECT_EQ(st.total(Device::kCPU), 0u);
 }
 
 TEST_P(OpSuite, GpuMatchesCpu) {

@@ -23,8 +23,9 @@ class FakeFailingBackend final : public OpBackend {
   void fail(OpKind k, bool on = true) { failing_[size_t(k)] = on; }
   void fail_all() { failing_.fill(true); }
   void set_supported(OpKind k, bool on) { supported_[size_t(k)] = on; }
+  using Calls = uint64_t;
   // Calls that reached this backend (failed ones included), per kind.
-  uint64_t calls(OpKind k) const { return calls_[size_t(k)]; }
+  Calls calls(OpKind k) const { return calls_[size_t(k)]; }
   uint64_t total_calls() const {
     uint64_t n = 0;
     for (auto c : calls_) n += c;
