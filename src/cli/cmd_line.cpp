@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "core/input_files.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
 #include "quill/line_studio.h"
@@ -27,6 +28,7 @@ Result<std::vector<std::string>> read_texts(const Options& o) {
   std::vector<std::string> texts;
   if (!o.text.empty()) return std::vector<std::string>{o.text};
   std::ifstream f(o.batch_file);
+  note_input_file(o.batch_file);
   if (!f) return not_found("cannot read the batch file").with_file(o.batch_file);
   for (std::string line; std::getline(f, line);)
     if (line.find_first_not_of(" \t\r") != std::string::npos) texts.push_back(line);

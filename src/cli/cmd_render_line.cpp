@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/input_files.h"
 #include "io/image.h"
 #include "text/glyph_line.h"
 
@@ -59,6 +60,7 @@ void warn_missing(const GlyphLine& g) {
 // exit code is 1 if any line failed.
 int run_batch(const Options& o, GlyphLineRenderer& r, OverflowPolicy policy) {
   std::ifstream f(o.batch_file);
+  note_input_file(o.batch_file);
   if (!f) return report_error(not_found("cannot read the batch file").with_file(o.batch_file));
   std::string line;
   int index = 0, failed = 0;

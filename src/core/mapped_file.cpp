@@ -1,5 +1,7 @@
 #include "core/mapped_file.h"
 
+#include "core/input_files.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -28,6 +30,7 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
     ::close(fd);
     return invalid_file("not a regular file").with_file(path);
   }
+  note_input_file(uint64_t(sb.st_dev), uint64_t(sb.st_ino));
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = uint64_t(sb.st_size);

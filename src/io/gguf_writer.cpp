@@ -7,6 +7,7 @@
 
 #include "io/gguf.h"
 #include "io/json_util.h"
+#include "io/output_file.h"
 
 namespace quill {
 
@@ -143,23 +144,12 @@ Result<std::vector<uint8_t>> GgufWriter::to_bytes() const {
 }
 
 Status GgufWriter::write(const std::string& path) const {
-  const std::string tmp = str_cat(path, ".tmp", ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return io_error("cannot create: ", std::strerror(errno)).with_file(tmp);
-  auto sink = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f) == n; };
-  Status st = emit(sink);
-  const int err = errno;
-  if (std::fclose(f) != 0 && st.is_ok())
-    st = io_error("cannot write: ", std::strerror(errno));
-  else if (!st.is_ok() && st.code() == ErrorCode::kIo)
-    st = io_error("cannot write: ", std::strerror(err));
-  if (st.is_ok() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    st = io_error("cannot rename into place: ", std::strerror(errno));
-  if (!st.is_ok()) {
-    std::remove(tmp.c_str());
-    st.with_file(path);
-  }
-  return st;
+  return write_output_file(path, [&](std::FILE* f) -> Status {
+    auto sink = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f) == n; };
+    Status st = emit(sink);
+    if (!st.is_ok() && st.code() == ErrorCode::kIo) return io_error("cannot write: ", std::strerror(errno));
+    return st;
+  });
 }
 
 }  // namespace quill

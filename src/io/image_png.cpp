@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "io/image_codecs.h"
+#include "io/output_file.h"
 
 namespace quill {
 namespace {
@@ -171,22 +172,12 @@ Status write_png(const std::string& path, const Image& img) {
                             "x", img.channels, " needs ", expected)
         .with_file(path);
 
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return io_error("cannot open for writing: ", std::strerror(errno)).with_file(path);
-  auto ctx = std::make_unique<PngWriteContext>();
-  const bool ok = encode_png_to(ctx.get(), f, img);
-  const bool flush_ok = std::fflush(f) == 0 && !std::ferror(f);
-  const int flush_errno = errno;
-  const bool close_ok = std::fclose(f) == 0;
-  if (!ok) {
-    std::remove(path.c_str());
-    return io_error("PNG write failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate").with_file(path);
-  }
-  if (!flush_ok || !close_ok) {
-    std::remove(path.c_str());
-    return io_error("PNG write failed: ", std::strerror(flush_ok ? errno : flush_errno)).with_file(path);
-  }
-  return Status::ok();
+  return write_output_file(path, [&](std::FILE* f) -> Status {
+    auto ctx = std::make_unique<PngWriteContext>();
+    if (!encode_png_to(ctx.get(), f, img))
+      return io_error("PNG write failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate");
+    return Status::ok();
+  });
 }
 
 }  // namespace quill

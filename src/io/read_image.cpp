@@ -6,6 +6,8 @@
 #include <cstring>
 
 #include "io/image.h"
+
+#include "core/input_files.h"
 #include "io/image_codecs.h"
 
 namespace quill {
@@ -39,6 +41,7 @@ Result<Image> read_image(const std::string& path) {
     std::fclose(f);
     return io_error("not a regular file").with_file(path);
   }
+  note_input_file(uint64_t(st.st_dev), uint64_t(st.st_ino));
   // Compressed images are far smaller than the pixel limit; this only stops absurd inputs.
   constexpr int64_t kMaxFileBytes = int64_t{1} << 30;
   if (st.st_size > kMaxFileBytes) {

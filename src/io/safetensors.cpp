@@ -11,6 +11,7 @@
 
 #include "core/log.h"
 #include "io/json_util.h"
+#include "io/output_file.h"
 #include "io/shape_check.h"
 
 namespace quill {
@@ -268,23 +269,16 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
   }
   text.append((8 - text.size() % 8) % 8, ' ');  // data section starts 8-byte aligned
 
-  const std::string tmp = str_cat(path, ".tmp", ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return io_error("cannot create: ", std::strerror(errno)).with_file(tmp);
-  const uint64_t len = text.size();
-  bool ok = std::fwrite(&len, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (size_t i : order) {
-    const Tensor& t = tensors[i].second;
-    const size_t n = size_t(t.nbytes());
-    if (ok && n) ok = std::fwrite(t.data(), 1, n, f) == n;
-  }
-  if (std::fclose(f) != 0) ok = false;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return io_error("cannot write: ", std::strerror(err)).with_file(path);
-  }
-  return Status::ok();
+  return write_output_file(path, [&](std::FILE* f) -> Status {
+    const uint64_t len = text.size();
+    bool ok = std::fwrite(&len, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    for (size_t i : order) {
+      const Tensor& t = tensors[i].second;
+      const size_t n = size_t(t.nbytes());
+      if (ok && n) ok = std::fwrite(t.data(), 1, n, f) == n;
+    }
+    return ok ? Status::ok() : io_error("cannot write: ", std::strerror(errno));
+  });
 }
 
 }  // namespace quill

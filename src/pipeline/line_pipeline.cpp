@@ -1,4 +1,5 @@
 #include "pipeline/line_pipeline.h"
+#include "core/input_files.h"
 
 #include <chrono>
 #include <fstream>
@@ -15,6 +16,7 @@ Result<LineOptions> line_options_for_model(const std::string& model_dir) {
   LineOptions o;
   const std::string path = model_dir + "/sampler.json";
   std::ifstream f(path);
+  note_input_file(path);
   if (!f) return o;
   const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return invalid_file("not a JSON object").with_file(path);

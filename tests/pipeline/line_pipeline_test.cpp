@@ -32,8 +32,10 @@ std::string model_with_style(const testing::TempDir& tmp) {
   return dir.string();
 }
 
+// Written once per temp dir: once read as a style, a file is an input this process must not overwrite.
 std::string style_png(const testing::TempDir& tmp) {
   const std::string path = tmp.file("style_ref.png");
+  if (std::filesystem::exists(path)) return path;
   Image img{40, 20, 3, std::vector<uint8_t>(40 * 20 * 3)};
   for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = uint8_t((i * 37) % 251);
   EXPECT_TRUE(write_png(path, img).is_ok());
