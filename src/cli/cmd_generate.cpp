@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/validators.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
 #include "io/safetensors.h"
@@ -144,9 +145,10 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--latents", o->latents, "initial latents [B,C,H/f,W/f] from a file (else seeded noise)");
   sub.add_option("--steps", o->steps, "denoising steps")->check(CLI::Range(1, 1000));
   sub.add_option("--cfg", o->cfg, "classifier-free guidance scale (<= 1 turns guidance off)")
-      ->check(CLI::Range(0.0, 100.0));
-  sub.add_option("--shift", o->shift, "flow-matching static shift (SD3: 3.0)")->check(CLI::Range(0.01, 100.0));
-  sub.add_option("--seed", o->seed, "seed for the initial noise (Philox; same seed = same image everywhere)");
+      ->check(FiniteRange(0.0, 100.0));
+  sub.add_option("--shift", o->shift, "flow-matching static shift (SD3: 3.0)")->check(FiniteRange(0.01, 100.0));
+  sub.add_option("--seed", o->seed, "seed for the initial noise (Philox; same seed = same image everywhere)")
+      ->check(Seed64());
   sub.add_option("--width", o->width, "image width in pixels (multiple of VAE factor x patch size)")
       ->required()
       ->check(CLI::Range(8, 16384));

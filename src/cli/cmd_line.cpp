@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "cli/validators.h"
 #include "core/input_files.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
@@ -120,14 +121,14 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::Range(1, 1000));
   sub.add_option("--cfg", o->cfg,
                  "style guidance scale (<= 1: off; run as one 2x batch; default: sampler.json, else 2)")
-      ->check(CLI::Range(0.0, 50.0));
+      ->check(FiniteRange(0.0, 50.0));
   sub.add_option("--shift", o->shift, "flow-matching shift (default: sampler.json, else 1)")
-      ->check(CLI::Range(0.01, 100.0));
+      ->check(FiniteRange(0.01, 100.0));
   sub.add_option("--start-sigma", o->start_sigma,
                  "1: sample from pure noise; < 1: start from the glyph line noised to this sigma (default: the "
                  "model's sampler.json, else 1)")
-      ->check(CLI::Range(0.01, 1.0));
-  sub.add_option("--seed", o->seed, "noise seed");
+      ->check(FiniteRange(0.01, 1.0));
+  sub.add_option("--seed", o->seed, "noise seed (0 .. 2^64 - 1)")->check(Seed64());
   sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")
       ->check(CLI::IsMember({"error", "clamp"}));
   sub.add_option("--max-batch", o->max_batch, "lines sampled together per bucket")->check(CLI::Range(1, 256));

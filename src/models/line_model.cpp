@@ -36,7 +36,12 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
   QUILL_RETURN_IF_ERROR(get("num_attention_heads", c.num_attention_heads, 1, 256));
   QUILL_RETURN_IF_ERROR(get("attention_head_dim", c.attention_head_dim, 4, 1024));
   QUILL_RETURN_IF_ERROR(get("style_dim", c.style_dim, 1, 1 << 16));
-  if (auto it = j.find("rope_theta"); it != j.end() && it->is_number()) c.rope_theta = it->get<double>();
+  if (auto it = j.find("rope_theta"); it != j.end()) {
+    // theta <= 0 or not finite makes every RoPE frequency NaN or Inf: a black line, not an error, later.
+    if (!it->is_number() || !(it->get<double>() > 0.0) || !std::isfinite(it->get<double>()))
+      return invalid_file("config 'rope_theta' must be a finite number > 0, got ", it->dump()).with_file(source);
+    c.rope_theta = it->get<double>();
+  }
   if (auto it = j.find("qk_norm"); it != j.end()) {
     if (it->is_null())
       c.qk_rms_norm = false;

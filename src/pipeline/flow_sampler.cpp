@@ -1,6 +1,7 @@
 #include "pipeline/flow_sampler.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace quill {
 
@@ -34,7 +35,15 @@ Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const Ve
       vel = v.data();
     }
     const float dt = loop.sigmas[size_t(i) + 1] - loop.sigmas[size_t(i)];
-    for (int64_t j = 0; j < B * per; ++j) latents[size_t(j)] += dt * vel[j];
+    bool finite = true;
+    for (int64_t j = 0; j < B * per; ++j) {
+      latents[size_t(j)] += dt * vel[j];
+      finite &= std::isfinite(latents[size_t(j)]);
+    }
+    // Never a black image from NaN: stop where the first non-finite value appears.
+    if (!finite)
+      return out_of_range("non-finite values (NaN or Inf) in the latents after sampling step ", i + 1, " of ", steps,
+                          ": the conditioning, the settings or the model's weights produce them");
     if (control.on_step) control.on_step(i + 1, steps);
   }
   return Status::ok();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "core/rng.h"
 
@@ -22,6 +23,23 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   const int64_t h = r.height / f, w = r.width / f, C = cfg.in_channels;
   QUILL_RETURN_IF_ERROR(engine.model().validate({r.guidance_scale > 1.0f ? 2 * r.batch : r.batch, h, w, r.text_len}));
 
+  auto finite = [](const std::vector<float>& v, const char* what) -> Status {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!std::isfinite(v[i])) return invalid_argument(what, " holds a non-finite value (NaN or Inf) at element ", i);
+    return Status::ok();
+  };
+  if (r.cond) {
+    QUILL_RETURN_IF_ERROR(finite(r.cond->encoder_hidden_states, "encoder_hidden_states (conditioning)"));
+    QUILL_RETURN_IF_ERROR(finite(r.cond->pooled_projections, "pooled_projections (conditioning)"));
+  }
+  if (r.negative) {
+    QUILL_RETURN_IF_ERROR(finite(r.negative->encoder_hidden_states, "encoder_hidden_states (negative)"));
+    QUILL_RETURN_IF_ERROR(finite(r.negative->pooled_projections, "pooled_projections (negative)"));
+  }
+  if (r.initial_latents) QUILL_RETURN_IF_ERROR(finite(*r.initial_latents, "the initial latents"));
+  if (!std::isfinite(r.guidance_scale) || !std::isfinite(r.shift) || !(r.shift > 0))
+    return invalid_argument("guidance scale and shift must be finite (shift > 0), got ", r.guidance_scale, " and ",
+                            r.shift);
   std::vector<float> latents(static_cast<size_t>(r.batch * C * h * w));
   if (r.initial_latents) {
     if (r.initial_latents->size() != latents.size())
@@ -52,6 +70,12 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
 
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});
   QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.ops(), r.tiling));
+  const float* px = image.data_as<float>();
+  for (int64_t i = 0; i < image.numel(); ++i)
+    if (!std::isfinite(px[i]))
+      return out_of_range(
+          "non-finite values (NaN or Inf) in the VAE decoder's output (the latents were finite): "
+          "the VAE's weights produce them");
   const auto t2 = std::chrono::steady_clock::now();
   if (timings) {
     timings->denoise_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
