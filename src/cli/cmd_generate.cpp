@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "cli/batch_lines.h"
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/validators.h"
@@ -114,12 +115,7 @@ int run(const Options& o) {
   const auto t_save = std::chrono::steady_clock::now();
   for (int64_t n = 0; n < int64_t(out->rgb.size()); ++n) {
     Image img{int(out->width), int(out->height), 3, std::move(out->rgb[size_t(n)])};
-    std::string path = o.output;
-    if (out->rgb.size() > 1) {
-      const auto dot = path.rfind('.');
-      path = (dot == std::string::npos ? path : path.substr(0, dot)) + "_" + std::to_string(n) +
-             (dot == std::string::npos ? ".png" : path.substr(dot));
-    }
+    const std::string path = out->rgb.size() > 1 ? numbered_output(o.output, n + 1) : o.output;
     Status st = write_png(path, img);
     if (!st) return report_error(st);
     std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)out->width, (long long)out->height);
@@ -158,7 +154,8 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");
-  sub.add_option("-o,--output", o->output, "output PNG (batch > 1 adds _N before the extension)")->required();
+  sub.add_option("-o,--output", o->output, "output PNG (batch > 1: image N is written to <stem>_NNNN<ext>, N from 1)")
+      ->required();
   return [o] { return run(*o); };
 }
 

@@ -1,16 +1,20 @@
 // `quill line`: text (+ a style reference image) -> a PNG of that line in that hand.
+#include <sys/stat.h>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/batch_lines.h"
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/validators.h"
 #include "core/input_files.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
+#include "io/output_file.h"
 #include "quill/line_studio.h"
 
 namespace quill::cli {
@@ -22,39 +26,92 @@ struct Options {
   float cfg = -1.0f, shift = 0.0f;
   float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
   uint64_t seed = 0;
-  bool no_style = false, diag = false;
+  bool no_style = false, diag = false, skip_existing = false;
 };
 
-Result<std::vector<std::string>> read_texts(const Options& o) {
-  std::vector<std::string> texts;
-  if (!o.text.empty()) return std::vector<std::string>{o.text};
-  std::ifstream f(o.batch_file);
-  note_input_file(o.batch_file);
-  if (!f) return not_found("cannot read the batch file").with_file(o.batch_file);
-  for (std::string line; std::getline(f, line);)
-    if (line.find_first_not_of(" \t\r") != std::string::npos) texts.push_back(line);
-  if (texts.empty()) return invalid_argument("the batch file has no lines").with_file(o.batch_file);
-  return texts;
+// Lines of a batch are generated and written in chunks of this many batches, so memory stays flat
+// however long the file is and the first PNGs appear within seconds (plans are per width bucket
+// and reused across chunks).
+constexpr size_t kBatchChunkBatches = 4;
+
+struct Totals {
+  LineTiming t;
+  int64_t written = 0, skipped = 0;
+};
+
+// Generates `texts` (with their batch line numbers, or 0 for --text) and writes each PNG.
+Status generate_and_write(LineStudio& studio, LineRequest& req, const std::vector<int64_t>& numbers, const Options& o,
+                          Totals& totals) {
+  LineTiming t;
+  QUILL_ASSIGN_OR_RETURN(std::vector<LineResult> lines, studio.generate(req, &t));
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const LineResult& li = lines[i];
+    const std::string path = numbers[i] > 0 ? numbered_output(o.output, numbers[i]) : o.output;
+    QUILL_RETURN_IF_ERROR(write_png(path, Image{int(li.width), int(li.height), 1, li.gray}));
+    if (numbers[i] == 0) std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
+    ++totals.written;
+  }
+  totals.t.style_ms += t.style_ms;
+  totals.t.render_ms += t.render_ms;
+  totals.t.sample_ms += t.sample_ms;
+  totals.t.lines += t.lines;
+  totals.t.plan_builds = t.plan_builds;
+  totals.t.plan_reuses = t.plan_reuses;
+  return Status::ok();
 }
 
-// out.png -> out_0003.png for the fourth line of a batch.
-std::string numbered(const std::string& path, size_t i) {
-  const auto dot = path.rfind('.');
-  char num[32];
-  std::snprintf(num, sizeof(num), "_%04zu", i);
-  return (dot == std::string::npos ? path : path.substr(0, dot)) + num +
-         (dot == std::string::npos ? ".png" : path.substr(dot));
+// --batch-file: read, generate and write in chunks; with --skip-existing, lines whose output
+// exists are not generated again (a killed run resumes where it stopped).
+Status run_batch(LineStudio& studio, LineRequest& req, const Options& o, Totals& totals) {
+  QUILL_ASSIGN_OR_RETURN(int64_t total, BatchLines::count(o.batch_file));
+  QUILL_ASSIGN_OR_RETURN(auto batch, BatchLines::open(o.batch_file));
+  Progress progress("lines", int(std::max<int64_t>(total, 0)), "lines");
+  std::vector<int64_t> numbers;
+  int64_t seen = 0, done_before = 0;
+  req.on_progress = [&](const LineProgress& p) { progress.update(int(done_before + p.lines_done)); };
+  std::string text;
+  int64_t number = 0;
+  for (;;) {
+    QUILL_ASSIGN_OR_RETURN(bool more, batch->next(&text, &number));
+    if (more) {
+      ++seen;
+      struct stat sb {};
+      if (o.skip_existing && ::stat(numbered_output(o.output, number).c_str(), &sb) == 0) {
+        ++totals.skipped;
+        ++done_before;
+        progress.update(int(done_before));
+      } else {
+        req.texts.push_back(text);
+        numbers.push_back(number);
+      }
+    }
+    if (!req.texts.empty() && (!more || req.texts.size() >= kBatchChunkBatches * size_t(o.max_batch))) {
+      QUILL_RETURN_IF_ERROR(generate_and_write(studio, req, numbers, o, totals));
+      done_before += int64_t(req.texts.size());
+      req.texts.clear();
+      numbers.clear();
+    }
+    if (!more) break;
+  }
+  progress.finish();
+  if (seen == 0) return invalid_argument("the batch file has no lines").with_file(o.batch_file);
+  return Status::ok();
 }
 
 int run(const Options& o) {
-  if (o.text.empty() == o.batch_file.empty())
-    return report_error(invalid_argument("give exactly one of --text or --batch-file"));
+  if (!o.text.empty() && !o.batch_file.empty())
+    return report_error(invalid_argument("give --text or --batch-file, not both"));
+  if (o.text.empty() && o.batch_file.empty())
+    return report_error(invalid_argument("give --text (a non-empty line) or --batch-file"));
   if (!o.style.empty() && o.no_style)
     return report_error(invalid_argument("give at most one of --style and --no-style"));
-  auto texts = read_texts(o);
-  if (!texts) return report_error(texts.status());
+  if (o.skip_existing && o.batch_file.empty())
+    return report_error(invalid_argument("--skip-existing needs --batch-file"));
   auto device = parse_device_choice(o.device);
   if (!device) return report_error(device.status());
+  // Refuse an unwritable output (a device, a FIFO, a directory) before loading anything.
+  if (Status st = check_output_path(o.batch_file.empty() ? o.output : numbered_output(o.output, 1)); !st)
+    return report_error(st);
 
   const auto t0 = std::chrono::steady_clock::now();
   LineStudioOptions so;
@@ -68,7 +125,6 @@ int run(const Options& o) {
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   LineRequest req;
-  req.texts = std::move(texts.value());
   req.style = o.no_style ? LineStyle::none() : o.style.empty() ? LineStyle::model_default() : LineStyle::file(o.style);
   LineSampling s = studio.defaults();
   if (o.steps > 0) s.steps = o.steps;
@@ -79,20 +135,19 @@ int run(const Options& o) {
   req.seed = o.seed;
   req.clamp_overflow = o.overflow == "clamp";
   req.max_batch = o.max_batch;
-  Progress progress("lines", int(req.texts.size()), "lines");
-  req.on_progress = [&](const LineProgress& p) { progress.update(p.lines_done); };
-  LineTiming t;
-  auto lines = studio.generate(req, &t);
-  progress.finish();
-  if (!lines) return report_error(lines.status());
-  for (size_t i = 0; i < lines->size(); ++i) {
-    const LineResult& li = (*lines)[i];
-    const std::string path = lines->size() > 1 ? numbered(o.output, i) : o.output;
-    Status st = write_png(path, Image{int(li.width), int(li.height), 1, li.gray});
+  Totals totals;
+  if (o.batch_file.empty()) {
+    req.texts = {o.text};
+    Status st = generate_and_write(studio, req, {0}, o, totals);
     if (!st) return report_error(st);
-    if (lines->size() == 1)
-      std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
+  } else {
+    Status st = run_batch(studio, req, o, totals);
+    if (!st) return report_error(st);
+    std::printf("wrote %lld line(s) as %s%s\n", (long long)totals.written, numbered_output(o.output, 1).c_str(),
+                totals.written > 1 ? " ..." : "");
+    if (totals.skipped) std::printf("skipped %lld line(s) whose output exists\n", (long long)totals.skipped);
   }
+  const LineTiming& t = totals.t;
   const std::string style = o.no_style ? "" : o.style.empty() ? studio.default_style_path() : o.style;
   std::printf("model %s, style %s, start sigma %.2f, device %s\n", studio.model_dir().c_str(),
               style.empty() ? "none (unconditional)" : style.c_str(), s.start_sigma, studio.device().c_str());
@@ -109,7 +164,10 @@ int run(const Options& o) {
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--text", o->text, "the line to write (UTF-8)");
-  sub.add_option("--batch-file", o->batch_file, "a file with one line per row; outputs get _NNNN suffixes");
+  sub.add_option("--batch-file", o->batch_file,
+                 "a file with one text per line (blank lines skipped); line N is written to <stem>_NNNN<ext> of -o, "
+                 "in chunks as they finish");
+  sub.add_flag("--skip-existing", o->skip_existing, "with --batch-file: do not redo lines whose output exists");
   sub.add_option("--style", o->style,
                  "style reference image (PNG or JPEG) of the hand to imitate (default: the model's "
                  "style_reference.png, if it has one)");
