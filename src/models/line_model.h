@@ -58,6 +58,11 @@ class LineModel {
 
   Status validate(const LineBucket& b) const;
   size_t layout(const LineBucket& b, const ThreadPool& pool, class Arena* arena, LineBuffers* bufs) const;
+  // A plan laid out for `plan` serves `b` when the width matches and the batch is no larger: every
+  // buffer is carved in the same order and sized in proportion to the batch (or not at all).
+  static bool runs_in(const LineBucket& plan, const LineBucket& b) {
+    return plan.latent_w == b.latent_w && plan.batch >= b.batch;
+  }
 
   // sample [B, Cout, Hl, Wl] = model(hidden_states [B, C, Hl, Wl], glyphs [B, G, Hl, Wl],
   // style [B, style_dim], timestep [B]).

@@ -118,6 +118,9 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
       r.shift = o.shift;
       r.start_sigma = o.start_sigma;
       r.seed = o.seed + start * 7919 + uint64_t(width);
+      // A request of several batches plans each width once, at the full batch; the last, smaller
+      // batch of a width runs in that plan.
+      if (texts.size() > size_t(max_batch)) r.plan_rows = (r.guidance_scale > 1.0f ? 2 : 1) * int64_t(max_batch);
       std::vector<float> x;
       QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x, control));
       for (int64_t b = 0; b < B; ++b) {

@@ -73,12 +73,12 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
     for (int64_t i = 0; i < B * loop.per_sample; ++i)
       (*out)[size_t(i)] = s * (*out)[size_t(i)] - (1.0f - s) * r.glyphs[i];
   }
-  const LineBucket bucket{MB, W};
+  const LineBucket bucket{MB, W}, plan{std::max(MB, r.plan_rows), W};
   return run_flow_loop(
       loop, *out,
       [&](const float* x, int64_t, float t, float* v) -> Status {
         std::fill(tsteps.begin(), tsteps.end(), t);
-        return engine.forward(bucket, x, glyphs.data(), style.data(), tsteps.data(), v);
+        return engine.forward_in(plan, bucket, x, glyphs.data(), style.data(), tsteps.data(), v);
       },
       control);
 }

@@ -38,6 +38,9 @@ struct LineSampleRequest {
   // is the glyph line in output space (ink -1, paper +1): the sampler then only has to turn the
   // plain glyphs into the hand (needs in_channels == glyph_channels).
   float start_sigma = 1.0f;
+  // Run on the plan of this many model rows (>= the batch, 2B with guidance) instead of an exact
+  // one, so a long request keeps one plan per width; 0: the exact batch.
+  int64_t plan_rows = 0;
 };
 
 // Returns the sampled line [B, Cout, Hl, Wl] in the model's output space.

@@ -57,6 +57,18 @@ class Engine {
     return model_->forward(bucket, std::forward<Args>(args)..., p->buffers, ops_);
   }
 
+  // Runs `bucket` on the plan of `plan_bucket`: the same shape with a batch at least as large
+  // (Model::runs_in says which buckets fit), so one plan per shape serves every smaller batch and
+  // a long request does not build a plan per leftover batch size.
+  template <typename... Args>
+  Status forward_in(const Bucket& plan_bucket, const Bucket& bucket, Args&&... args) {
+    if (!model_->runs_in(plan_bucket, bucket))
+      return internal_error("bucket ", bucket.to_string(), " does not fit the plan of ", plan_bucket.to_string());
+    QUILL_RETURN_IF_ERROR(model_->validate(bucket));
+    QUILL_ASSIGN_OR_RETURN(Plan<Model> * p, plans_.get(plan_bucket));
+    return model_->forward(bucket, std::forward<Args>(args)..., p->buffers, ops_);
+  }
+
   Dispatcher& ops() { return ops_; }
   ThreadPool& pool() { return pool_; }
   // Install an accelerator backend (or a test double) in front of the CPU.

@@ -68,6 +68,34 @@ TEST(LineSampler, StartSigmaBeginsFromTheGlyphLine) {
   }
 }
 
+// A smaller batch run in a bigger plan of its width gives the exact plan's result bit for bit,
+// and a request's leftover batch then builds no plan of its own.
+TEST(LineSampler, SmallerBatchInABiggerPlanIsBitIdentical) {
+  ThreadPool pool(2);
+  auto engine = open_line_engine(test::fixture("line/model"), pool);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto& cfg = (*engine)->model().config();
+  const int64_t H = cfg.latent_height(), W = 32;
+  const auto glyphs = test::random_normal(size_t(H * W), 7);
+  const auto style = test::random_normal(size_t(cfg.style_dim), 8);
+  LineSampleRequest r;
+  r.latent_w = W;
+  r.glyphs = glyphs.data();
+  r.style = style.data();
+  r.guidance_scale = 2.0f;
+  r.steps = 2;
+  r.seed = 9;
+  std::vector<float> exact, in_big;
+  ASSERT_TRUE(line_sample(**engine, r, &exact).is_ok());
+  const auto builds = (*engine)->plan_stats().builds;
+  r.plan_rows = 8;  // a plan for 4 guided lines
+  ASSERT_TRUE(line_sample(**engine, r, &in_big).is_ok());
+  EXPECT_EQ(exact, in_big);
+  EXPECT_EQ((*engine)->plan_stats().builds, builds + 1);
+  ASSERT_TRUE(line_sample(**engine, r, &in_big).is_ok());
+  EXPECT_EQ((*engine)->plan_stats().builds, builds + 1) << "the big plan is reused";
+}
+
 TEST(LineSampler, ModelSamplerJsonDefaults) {
   testing::TempDir tmp;
   const auto dir = tmp.path();
