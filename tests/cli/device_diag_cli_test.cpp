@@ -12,11 +12,7 @@ namespace quill {
 namespace {
 
 using test::CliRun;
-
-// Every run's stderr goes to one file in the test's own folder.
-CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  return test::run_quill(args, dir.file("err"));
-}
+using test::quill_cli;
 
 TEST(DeviceDiagCli, LineDiagCountsLineModelRopeAndStyleEncoderOps) {
   testing::TempDir dir;

@@ -17,10 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::CliRun;
-
-CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  return test::run_quill(args, dir.file("err"));
-}
+using test::quill_cli;
 
 TEST(FiniteNumbersCli, NonFiniteOrOutOfRangeOptionsAreUsageErrors) {
   testing::TempDir dir;

@@ -17,15 +17,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::CliRun;
-
-CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  return test::run_quill(args, dir.file("err"));
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using test::quill_cli;
+using test::slurp;
 
 // A copy of the shipped line model in the test's temp dir, and its files' bytes before the run.
 std::string copy_line_model(const testing::TempDir& dir) {
@@ -79,7 +72,7 @@ TEST(OutputSafetyCli, ARewrittenPngIsReplacedWholeAndNoTempIsLeft) {
   }
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir.path()))
-    if (e.path().filename() != "err") ++files;
+    if (e.path().filename() != "stderr.txt") ++files;
   EXPECT_EQ(files, 1u) << "a temp file was left beside the output";
 }
 

@@ -15,10 +15,7 @@ namespace quill {
 namespace {
 
 using test::CliRun;
-
-CliRun quill_cli(const std::string& args, const testing::TempDir& dir) {
-  return test::run_quill(args, dir.file("stderr.txt"));
-}
+using test::quill_cli;
 
 TEST(QuantizeCli, DryRunPrintsThePlanAndWritesNothing) {
   testing::TempDir dir;

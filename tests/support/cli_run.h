@@ -33,4 +33,16 @@ inline CliRun run_quill(const std::string& args, const std::string& err_file) {
   return r;
 }
 
+// The same with stderr in `dir`'s own file (any temp-dir type with file(name)).
+template <typename Dir>
+CliRun quill_cli(const std::string& args, const Dir& dir) {
+  return run_quill(args, dir.file("stderr.txt"));
+}
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace quill::test
