@@ -100,5 +100,7 @@ class Tensor {
 // Check a tensor's dtype and shape; the error names the tensor and both shapes.
 Status expect_shape(const Tensor& t, const std::string& name, const Shape& expected);
 Status expect_dtype(const Tensor& t, const std::string& name, DType expected);
+// Index of the first NaN or Inf among n floats; -1 when all are finite.
+int64_t first_non_finite(const float* p, int64_t n);
 
 }  // namespace quill

@@ -1,6 +1,5 @@
 // `quill forward`: one SD3 MMDiT forward on tensors from a safetensors file.
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 
 #include "cli/command.h"
@@ -54,9 +53,8 @@ Result<std::vector<float>> read_input(const SafetensorsFile& f, const std::strin
         .with_file(f.path())
         .with_expected_found("f32, f16 or bf16", dtype_name(t.dtype()));
   std::vector<float> v = t.to_f32_vector();
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i]))
-      return invalid_argument("non-finite value (NaN or Inf) at element ", i).with_tensor(name).with_file(f.path());
+  if (const int64_t i = first_non_finite(v.data(), int64_t(v.size())); i >= 0)
+    return invalid_argument("non-finite value (NaN or Inf) at element ", i).with_tensor(name).with_file(f.path());
   return v;
 }
 
@@ -106,12 +104,10 @@ int run(const Options& o) {
     if (!st) return report_error(st);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
-  const float* out = sample.data_as<float>();
-  for (int64_t i = 0; i < sample.numel(); ++i)
-    if (!std::isfinite(out[i]))
-      return report_error(out_of_range("the forward produced a non-finite value (NaN or Inf) at element ", i,
-                                       " of 'sample'; nothing written")
-                              .with_file(o.model));
+  if (const int64_t i = first_non_finite(sample.data_as<float>(), sample.numel()); i >= 0)
+    return report_error(out_of_range("the forward produced a non-finite value (NaN or Inf) at element ", i,
+                                     " of 'sample'; nothing written")
+                            .with_file(o.model));
   Status ws = write_safetensors(o.output, {{"sample", sample}});
   if (!ws) return report_error(ws);
   std::sort(times.begin(), times.end());

@@ -1,5 +1,7 @@
 #include "quill/tensor.h"
 
+#include <cmath>
+
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +162,12 @@ Status expect_dtype(const Tensor& t, const std::string& name, DType expected) {
   return invalid_argument("dtype mismatch")
       .with_tensor(name)
       .with_expected_found(dtype_name(expected), dtype_name(t.dtype()));
+}
+
+int64_t first_non_finite(const float* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i])) return i;
+  return -1;
 }
 
 }  // namespace quill

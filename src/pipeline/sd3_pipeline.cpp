@@ -24,8 +24,8 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   QUILL_RETURN_IF_ERROR(engine.model().validate({r.guidance_scale > 1.0f ? 2 * r.batch : r.batch, h, w, r.text_len}));
 
   auto finite = [](const std::vector<float>& v, const char* what) -> Status {
-    for (size_t i = 0; i < v.size(); ++i)
-      if (!std::isfinite(v[i])) return invalid_argument(what, " holds a non-finite value (NaN or Inf) at element ", i);
+    const int64_t i = first_non_finite(v.data(), int64_t(v.size()));
+    if (i >= 0) return invalid_argument(what, " holds a non-finite value (NaN or Inf) at element ", i);
     return Status::ok();
   };
   if (r.cond) {
@@ -70,12 +70,10 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
 
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});
   QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.ops(), r.tiling));
-  const float* px = image.data_as<float>();
-  for (int64_t i = 0; i < image.numel(); ++i)
-    if (!std::isfinite(px[i]))
-      return out_of_range(
-          "non-finite values (NaN or Inf) in the VAE decoder's output (the latents were finite): "
-          "the VAE's weights produce them");
+  if (first_non_finite(image.data_as<float>(), image.numel()) >= 0)
+    return out_of_range(
+        "non-finite values (NaN or Inf) in the VAE decoder's output (the latents were finite): "
+        "the VAE's weights produce them");
   const auto t2 = std::chrono::steady_clock::now();
   if (timings) {
     timings->denoise_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
