@@ -34,6 +34,14 @@ struct LineStudioOptions {
   DeviceChoice device = DeviceChoice::kAuto;
 };
 
+// The accepted range of each sampling setting, one definition for sampler.json, requests and the
+// `quill line` options.
+struct SettingRange {
+  double lo, hi;
+};
+inline constexpr SettingRange kLineStepsRange{1, 1000}, kLineGuidanceRange{0.0, 50.0}, kLineShiftRange{0.01, 100.0},
+    kLineStartSigmaRange{0.01, 1.0};
+
 // Sampling settings: LineStudio::defaults() holds the model's (sampler.json over built-in defaults).
 struct LineSampling {
   int steps = 20;

@@ -28,16 +28,16 @@ std::string default_line_model_dir() {
 namespace {
 
 // NaN fails every range check (comparisons with NaN are false).
-Status check_range(const char* field, double v, double lo, double hi) {
-  if (!(v >= lo && v <= hi)) return invalid_argument(field, " must be in [", lo, ", ", hi, "], got ", v);
+Status check_range(const char* field, double v, SettingRange r) {
+  if (!(v >= r.lo && v <= r.hi)) return invalid_argument(field, " must be in [", r.lo, ", ", r.hi, "], got ", v);
   return Status::ok();
 }
 
 Status check_sampling(const LineSampling& s) {
-  QUILL_RETURN_IF_ERROR(check_range("steps", s.steps, 1, 1000));
-  QUILL_RETURN_IF_ERROR(check_range("guidance_scale", s.guidance_scale, 0.0, 50.0));
-  QUILL_RETURN_IF_ERROR(check_range("shift", s.shift, 0.01, 100.0));
-  return check_range("start_sigma", s.start_sigma, 0.01, 1.0);
+  QUILL_RETURN_IF_ERROR(check_range("steps", s.steps, kLineStepsRange));
+  QUILL_RETURN_IF_ERROR(check_range("guidance_scale", s.guidance_scale, kLineGuidanceRange));
+  QUILL_RETURN_IF_ERROR(check_range("shift", s.shift, kLineShiftRange));
+  return check_range("start_sigma", s.start_sigma, kLineStartSigmaRange);
 }
 
 class LineStudioImpl final : public LineStudio {
@@ -77,7 +77,7 @@ class LineStudioImpl final : public LineStudio {
 
   Result<std::vector<LineResult>> generate(const LineRequest& req, LineTiming* timing) override {
     if (req.texts.empty()) return invalid_argument("the request has no texts");
-    QUILL_RETURN_IF_ERROR(check_range("max_batch", req.max_batch, 1, 256));
+    QUILL_RETURN_IF_ERROR(check_range("max_batch", req.max_batch, {1, 256}));
     const LineSampling s = req.sampling ? *req.sampling : defaults_;
     QUILL_RETURN_IF_ERROR(check_sampling(s));
 

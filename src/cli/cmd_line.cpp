@@ -176,16 +176,16 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--font", o->font,
                  "font for the glyph line (default: DejaVu Sans); must match the model's training font");
   sub.add_option("--steps", o->steps, "sampling steps (default: the model's sampler.json, else 20)")
-      ->check(CLI::Range(1, 1000));
+      ->check(CLI::Range(int(kLineStepsRange.lo), int(kLineStepsRange.hi)));
   sub.add_option("--cfg", o->cfg,
                  "style guidance scale (<= 1: off; run as one 2x batch; default: sampler.json, else 2)")
-      ->check(FiniteRange(0.0, 50.0));
+      ->check(FiniteRange(kLineGuidanceRange.lo, kLineGuidanceRange.hi));
   sub.add_option("--shift", o->shift, "flow-matching shift (default: sampler.json, else 1)")
-      ->check(FiniteRange(0.01, 100.0));
+      ->check(FiniteRange(kLineShiftRange.lo, kLineShiftRange.hi));
   sub.add_option("--start-sigma", o->start_sigma,
                  "1: sample from pure noise; < 1: start from the glyph line noised to this sigma (default: the "
                  "model's sampler.json, else 1)")
-      ->check(FiniteRange(0.01, 1.0));
+      ->check(FiniteRange(kLineStartSigmaRange.lo, kLineStartSigmaRange.hi));
   sub.add_option("--seed", o->seed, "noise seed (0 .. 2^64 - 1)")->check(Seed64());
   sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")
       ->check(CLI::IsMember({"error", "clamp"}));

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/line_sampler.h"
+#include "quill/line_studio.h"
 
 namespace quill {
 
@@ -20,18 +21,18 @@ Result<LineOptions> line_options_for_model(const std::string& model_dir) {
   if (!f) return o;
   const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return invalid_file("not a JSON object").with_file(path);
-  auto number = [&](const char* key, double lo, double hi, auto* field) -> Status {
+  auto number = [&](const char* key, SettingRange r, auto* field) -> Status {
     auto it = j.find(key);
     if (it == j.end()) return Status::ok();
-    if (!it->is_number() || !(it->get<double>() >= lo && it->get<double>() <= hi))
-      return invalid_file("'", key, "' must be a number in [", lo, ", ", hi, "]").with_file(path);
+    if (!it->is_number() || !(it->get<double>() >= r.lo && it->get<double>() <= r.hi))
+      return invalid_file("'", key, "' must be a number in [", r.lo, ", ", r.hi, "]").with_file(path);
     *field = static_cast<std::remove_pointer_t<decltype(field)>>(it->get<double>());
     return Status::ok();
   };
-  QUILL_RETURN_IF_ERROR(number("start_sigma", 0.01, 1.0, &o.start_sigma));
-  QUILL_RETURN_IF_ERROR(number("guidance_scale", 0.0, 50.0, &o.guidance_scale));
-  QUILL_RETURN_IF_ERROR(number("shift", 0.01, 100.0, &o.shift));
-  QUILL_RETURN_IF_ERROR(number("steps", 1, 1000, &o.steps));
+  QUILL_RETURN_IF_ERROR(number("start_sigma", kLineStartSigmaRange, &o.start_sigma));
+  QUILL_RETURN_IF_ERROR(number("guidance_scale", kLineGuidanceRange, &o.guidance_scale));
+  QUILL_RETURN_IF_ERROR(number("shift", kLineShiftRange, &o.shift));
+  QUILL_RETURN_IF_ERROR(number("steps", kLineStepsRange, &o.steps));
   return o;
 }
 
