@@ -30,10 +30,11 @@ Result<std::string> resolve_target(const std::string& path) {
     return io_error("cannot inspect the output path: ", std::strerror(errno)).with_file(path);
   }
   if (!S_ISLNK(lsb.st_mode)) return path;
+  // stat fails with ELOOP on a cycle of links, so the recursion below always ends; a dangling
+  // link (ENOENT) is fine: its target is created.
   struct stat sb {};
   if (::stat(path.c_str(), &sb) != 0 && errno != ENOENT)
     return io_error("cannot follow the output symlink: ", std::strerror(errno)).with_file(path);
-  // Resolve the link's directory part; a dangling link's target is created.
   char buf[PATH_MAX];
   const ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
   if (n < 0) return io_error("cannot read the output symlink: ", std::strerror(errno)).with_file(path);
@@ -43,7 +44,6 @@ Result<std::string> resolve_target(const std::string& path) {
     const auto slash = path.rfind('/');
     if (slash != std::string::npos) target = path.substr(0, slash + 1) + target;
   }
-  if (target == path) return io_error("the output symlink points at itself").with_file(path);
   return resolve_target(target);
 }
 
@@ -52,9 +52,7 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? std::string(".") : slash == 0 ? std::string("/") : path.substr(0, slash);
 }
 
-}  // namespace
-
-static Result<std::string> checked_target(const std::string& path) {
+Result<std::string> checked_target(const std::string& path) {
   if (path.empty()) return invalid_argument("the output path is empty");
   QUILL_ASSIGN_OR_RETURN(std::string target, resolve_target(path));
   struct stat sb {};
@@ -69,6 +67,8 @@ static Result<std::string> checked_target(const std::string& path) {
   }
   return target;
 }
+
+}  // namespace
 
 Status check_output_path(const std::string& path) { return checked_target(path).status(); }
 

@@ -92,6 +92,19 @@ TEST(OutputFile, RefusesFifosDirectoriesAndLinksToThemTouchingNothing) {
   EXPECT_EQ(entries(dir), 3u);
 }
 
+TEST(OutputFile, ACycleOfSymlinksIsAnErrorNotARecursion) {
+  testing::TempDir dir;
+  ASSERT_EQ(::symlink("b", dir.file("a").c_str()), 0);
+  ASSERT_EQ(::symlink("a", dir.file("b").c_str()), 0);
+  ASSERT_EQ(::symlink("self", dir.file("self").c_str()), 0);
+  for (const char* name : {"a", "self"}) {
+    Status st = write_text(dir.file(name), "x");
+    ASSERT_FALSE(st.is_ok()) << name;
+    EXPECT_EQ(st.code(), ErrorCode::kIo) << st.to_string();
+  }
+  EXPECT_EQ(entries(dir), 3u);
+}
+
 TEST(OutputFile, NeverReplacesOrDeletesADeviceNode) {
   testing::TempDir dir;
   const std::string node = dir.file("full");
