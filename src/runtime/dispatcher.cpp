@@ -11,21 +11,13 @@ uint64_t OpStats::total(Device d) const {
   return n;
 }
 
-std::string OpStats::to_string(bool all) const {
+std::string OpStats::to_string() const {
   std::string s;
   for (size_t k = 0; k < runs.size(); ++k) {
-    if (!all && runs[k][0] + runs[k][1] + fallbacks[k] == 0) continue;
+    if (runs[k][0] + runs[k][1] + fallbacks[k] == 0) continue;
     s += str_cat(op_kind_name(OpKind(k)), ": cpu=", runs[k][0], " cuda=", runs[k][1], " fallback=", fallbacks[k], "\n");
   }
   return s;
-}
-
-void OpStats::add(const OpStats& o) {
-  for (size_t k = 0; k < runs.size(); ++k) {
-    runs[k][0] += o.runs[k][0];
-    runs[k][1] += o.runs[k][1];
-    fallbacks[k] += o.fallbacks[k];
-  }
 }
 
 Dispatcher::Dispatcher(OpBackend* cpu, OpBackend* primary) : cpu_(cpu), primary_(primary), policy_(&gpu_policy()) {}

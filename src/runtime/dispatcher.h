@@ -24,9 +24,8 @@ struct OpStats {
   std::array<uint64_t, size_t(OpKind::kCount)> fallbacks{};
   uint64_t total(Device d) const;
   uint64_t runs_of(OpKind k, Device d) const { return runs[size_t(k)][size_t(d)]; }
-  // One line per kind that ran: "linear: cpu=12 cuda=0 fallback=0" (every kind when `all`).
-  std::string to_string(bool all = false) const;
-  void add(const OpStats& o);
+  // One line per kind that ran: "linear: cpu=12 cuda=0 fallback=0".
+  std::string to_string() const;
   void reset() { *this = OpStats(); }
 };
 
