@@ -89,6 +89,9 @@ struct LineResult {
   int64_t width = 0, height = 0;
   std::vector<uint8_t> gray;  // height x width, 255 = paper
   int64_t bucket_width = 0;   // the width bucket (pixels) the line was sampled in
+  // Characters the glyph font cannot draw (first few, as Unicode code points): the model saw a
+  // .notdef box for each, so the line will not show them. Callers should tell the user.
+  std::vector<uint32_t> missing_glyphs;
 };
 
 struct LineTiming {

@@ -22,7 +22,12 @@ enum class ErrorCode {
   kInternal,         // a bug in Quill
   kDevice,           // an accelerator error (CUDA); callers may fall back to CPU
   kCancelled,        // the caller cancelled the request (a cancel flag was set)
+  kNonFinite,        // the computation produced NaN or Inf from finite inputs (weights or settings overflow)
 };
+
+// Whether the error is the caller's: its arguments or the files it passed are invalid (the CLI
+// exits 2, a server answers 4xx). Everything else means the run failed (exit 1, 5xx).
+bool is_caller_error(ErrorCode code);
 
 const char* error_code_name(ErrorCode code);
 
@@ -88,6 +93,10 @@ Status io_error(const Args&... a) {
 template <typename... Args>
 Status out_of_range(const Args&... a) {
   return make_error(ErrorCode::kOutOfRange, a...);
+}
+template <typename... Args>
+Status non_finite(const Args&... a) {
+  return make_error(ErrorCode::kNonFinite, a...);
 }
 template <typename... Args>
 Status internal_error(const Args&... a) {

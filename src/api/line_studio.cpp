@@ -63,7 +63,8 @@ class LineStudioImpl final : public LineStudio {
     defaults_.shift = d.shift;
     defaults_.start_sigma = d.start_sigma;
     const std::string hand = model_dir_ + "/style_reference.png";
-    if (std::ifstream(hand)) default_style_ = hand;
+    // Without an encoder the picture cannot be used, so the model has no default hand to report.
+    if (pipe_->style_encoder() && std::ifstream(hand)) default_style_ = hand;
     return Status::ok();
   }
 
@@ -119,6 +120,7 @@ class LineStudioImpl final : public LineStudio {
       out[i].height = lines[i].height;
       out[i].gray = std::move(lines[i].gray);
       out[i].bucket_width = lines[i].bucket.canvas_width;
+      out[i].missing_glyphs = std::move(lines[i].missing_glyphs);
     }
     if (timing) {
       const auto ps = pipe_->engine().plan_stats();
@@ -141,7 +143,7 @@ class LineStudioImpl final : public LineStudio {
       case LineStyle::Kind::kNone:
         return std::vector<float>();
       case LineStyle::Kind::kModelDefault:
-        if (default_style_.empty() || !pipe_->style_encoder()) return std::vector<float>();
+        if (default_style_.empty()) return std::vector<float>();
         path = default_style_;
         break;
       case LineStyle::Kind::kImageFile:
@@ -153,7 +155,8 @@ class LineStudioImpl final : public LineStudio {
     }
     StyleEncoder* enc = pipe_->style_encoder();
     if (!enc)
-      return unsupported("this model has no style encoder (no style_encoder/ folder), so a style image cannot be used")
+      return invalid_argument("this model has no style encoder (no style_encoder/ folder), so a style image cannot be used; "
+                         "leave the style out (or --no-style) to write in the model's own hand")
           .with_file(model_dir_);
     if (style.kind == LineStyle::Kind::kPixels)
       return enc->embed_image(Image{style.width, style.height, style.channels, style.pixels});

@@ -105,7 +105,7 @@ int run(const Options& o) {
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   if (const int64_t i = first_non_finite(sample.data_as<float>(), sample.numel()); i >= 0)
-    return report_error(out_of_range("the forward produced a non-finite value (NaN or Inf) at element ", i,
+    return report_error(non_finite("the forward produced a non-finite value (NaN or Inf) at element ", i,
                                      " of 'sample'; nothing written")
                             .with_file(o.model));
   Status ws = write_safetensors(o.output, {{"sample", sample}});

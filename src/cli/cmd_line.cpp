@@ -16,6 +16,7 @@
 #include "io/image.h"
 #include "io/output_file.h"
 #include "quill/line_studio.h"
+#include "text/utf8.h"
 
 namespace quill::cli {
 namespace {
@@ -37,7 +38,24 @@ constexpr size_t kBatchChunkBatches = 4;
 struct Totals {
   LineTiming t;
   int64_t written = 0, skipped = 0;
+  int64_t lines_missing_glyphs = 0;
 };
+
+// Lines of a batch warned about one by one; the rest are counted in one summary line.
+constexpr int64_t kMissingGlyphWarnings = 10;
+
+void warn_missing_glyphs(const LineResult& li, int64_t number, Totals& totals) {
+  if (li.missing_glyphs.empty()) return;
+  if (++totals.lines_missing_glyphs > kMissingGlyphWarnings) return;
+  std::string list;
+  for (uint32_t cp : li.missing_glyphs) list += (list.empty() ? "" : ", ") + describe_code_point(cp);
+  const std::string where = number > 0 ? str_cat("line ", number, ": ") : "";
+  std::fprintf(stderr,
+               "quill: warning: %sthe glyph font has no glyph for %s; the model saw a .notdef box there, so the "
+               "line will not show %s (try --font with a font that has them; the model was trained on DejaVu "
+               "Sans)\n",
+               where.c_str(), list.c_str(), li.missing_glyphs.size() == 1 ? "it" : "them");
+}
 
 // Generates `texts` (with their batch line numbers, or 0 for --text) and writes each PNG.
 Status generate_and_write(LineStudio& studio, LineRequest& req, const std::vector<int64_t>& numbers, const Options& o,
@@ -48,6 +66,7 @@ Status generate_and_write(LineStudio& studio, LineRequest& req, const std::vecto
     const LineResult& li = lines[i];
     const std::string path = numbers[i] > 0 ? numbered_output(o.output, numbers[i]) : o.output;
     QUILL_RETURN_IF_ERROR(write_png(path, Image{int(li.width), int(li.height), 1, li.gray}));
+    warn_missing_glyphs(li, numbers[i], totals);
     if (numbers[i] == 0) std::printf("wrote %s (%lldx%lld)\n", path.c_str(), (long long)li.width, (long long)li.height);
     ++totals.written;
   }
@@ -146,6 +165,9 @@ int run(const Options& o) {
     std::printf("wrote %lld line(s) as %s%s\n", (long long)totals.written, numbered_output(o.output, 1).c_str(),
                 totals.written > 1 ? " ..." : "");
     if (totals.skipped) std::printf("skipped %lld line(s) whose output exists\n", (long long)totals.skipped);
+    if (totals.lines_missing_glyphs > kMissingGlyphWarnings)
+      std::fprintf(stderr, "quill: warning: %lld more line(s) have characters the glyph font cannot draw\n",
+                   (long long)(totals.lines_missing_glyphs - kMissingGlyphWarnings));
   }
   const LineTiming& t = totals.t;
   const std::string style = o.no_style ? "" : o.style.empty() ? studio.default_style_path() : o.style;

@@ -15,7 +15,7 @@ std::vector<CommandInfo>& command_registry() {
 
 int report_error(const Status& status) {
   std::fprintf(stderr, "quill: error: %s\n", status.to_string().c_str());
-  return status.code() == ErrorCode::kInvalidArgument ? kExitUsageError : kExitRuntimeError;
+  return is_caller_error(status.code()) ? kExitUsageError : kExitRuntimeError;
 }
 
 }  // namespace quill::cli

@@ -8,10 +8,22 @@ const char* error_code_name(ErrorCode code) {
   // In ErrorCode's order.
   static constexpr const char* kNames[] = {"ok",           "invalid argument", "invalid file", "not found",
                                            "unsupported",  "i/o error",        "out of range", "internal error",
-                                           "device error", "cancelled"};
-  static_assert(std::size(kNames) == size_t(ErrorCode::kCancelled) + 1, "a name for every ErrorCode");
+                                           "device error", "cancelled",       "non-finite result"};
+  static_assert(std::size(kNames) == size_t(ErrorCode::kNonFinite) + 1, "a name for every ErrorCode");
   const auto i = size_t(code);
   return i < std::size(kNames) ? kNames[i] : "unknown error";
+}
+
+bool is_caller_error(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kInvalidFile:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kOutOfRange:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Status& Status::with_file(const std::string& path) {

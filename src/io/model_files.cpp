@@ -226,7 +226,9 @@ class ModelFilesLoader {
       return open_folder(p);
     }
     if (!fs::exists(p, ec)) return not_found("no such file or folder").with_file(path);
-    if (is_gguf(path)) {
+    // A .gguf name goes to the GGUF reader even with a wrong magic, so the error says "not a GGUF file"
+    // rather than describing a broken safetensors header.
+    if (is_gguf(path) || ends_with(path, ".gguf")) {
       m_.format_ = "gguf";
       return add_gguf(path);
     }

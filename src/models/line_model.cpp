@@ -91,7 +91,12 @@ void line_rope_tables(int64_t h_tok, int64_t w_tok, int64_t head_dim, double the
 Result<std::unique_ptr<LineModel>> LineModel::load(std::shared_ptr<ModelFiles> files) {
   std::unique_ptr<LineModel> m(new LineModel());
   m->files_ = files;
-  QUILL_ASSIGN_OR_RETURN(m->cfg_, LineModelConfig::from_json(files->config(), files->path()));
+  // Defaults for every field exist, but weights read with a guessed shape only fail later with a
+  // "shape mismatch" that hides the cause.
+  if (!files->has_config())
+    return not_found("the line model has no config.json (expected beside its weights, or in a GGUF's metadata)")
+        .with_file(files->path());
+  QUILL_ASSIGN_OR_RETURN(m->cfg_, LineModelConfig::from_json(files->config(), files->config_path()));
   const LineModelConfig& c = m->cfg_;
   const int64_t D = c.inner_dim(), p = c.patch_size;
   const ModelFiles& f = *files;

@@ -61,6 +61,12 @@ Result<SD3Config> SD3Config::from_json(const nlohmann::json& j, const std::strin
   QUILL_RETURN_IF_ERROR(positive(c.joint_attention_dim, "joint_attention_dim", 1 << 16));
   QUILL_RETURN_IF_ERROR(positive(c.pooled_projection_dim, "pooled_projection_dim", 1 << 16));
   QUILL_RETURN_IF_ERROR(positive(c.pos_embed_max_size, "pos_embed_max_size", 4096));
+  for (int64_t layer : c.dual_attention_layers)
+    if (layer < 0 || layer >= c.num_layers)
+      return invalid_file("config 'dual_attention_layers' names layer ", layer, ", which does not exist")
+          .with_file(source)
+          .with_expected_found(str_cat("0 .. ", c.num_layers - 1, " (num_layers ", c.num_layers, ")"),
+                               str_cat(layer));
   if (c.caption_projection_dim != c.inner_dim())
     return unsupported("caption_projection_dim (", c.caption_projection_dim, ") must equal heads x head_dim (",
                        c.inner_dim(), ") for the joint blocks")

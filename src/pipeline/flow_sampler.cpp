@@ -42,7 +42,7 @@ Status run_flow_loop(const FlowLoop& loop, std::vector<float>& latents, const Ve
     }
     // Never a black image from NaN: stop where the first non-finite value appears.
     if (!finite)
-      return out_of_range("non-finite values (NaN or Inf) in the latents after sampling step ", i + 1, " of ", steps,
+      return non_finite("non-finite values (NaN or Inf) in the latents after sampling step ", i + 1, " of ", steps,
                           ": the conditioning, the settings or the model's weights produce them");
     if (control.on_step) control.on_step(i + 1, steps);
   }

@@ -2,12 +2,15 @@
 #include "core/input_files.h"
 
 #include <chrono>
-#include <fstream>
+#include <filesystem>
 #include <map>
+#include <set>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
 
+#include "core/mapped_file.h"
+#include "io/json_util.h"
 #include "pipeline/line_sampler.h"
 #include "quill/line_studio.h"
 
@@ -16,17 +19,36 @@ namespace quill {
 Result<LineOptions> line_options_for_model(const std::string& model_dir) {
   LineOptions o;
   const std::string path = model_dir + "/sampler.json";
-  std::ifstream f(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return o;
   note_input_file(path);
-  if (!f) return o;
-  const auto j = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return invalid_file("not a JSON object").with_file(path);
+  QUILL_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  const std::string_view text(reinterpret_cast<const char*>(file->data()), size_t(file->size()));
+  auto parsed = parse_json_checked(text, "sampler.json");
+  if (!parsed) return parsed.take_status().with_file(path);
+  const nlohmann::json& j = *parsed;
+  if (!j.is_object())
+    return invalid_file("sampler.json must be a JSON object").with_file(path).with_expected_found("object",
+                                                                                                   j.type_name());
+  // A misspelt key would otherwise be ignored and its default used without a word.
+  static const std::set<std::string> known = {"start_sigma", "guidance_scale", "shift", "steps"};
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key))
+      return invalid_file("sampler.json has an unknown key '", key,
+                          "' (known: start_sigma, guidance_scale, shift, steps)")
+          .with_file(path);
   auto number = [&](const char* key, SettingRange r, auto* field) -> Status {
     auto it = j.find(key);
     if (it == j.end()) return Status::ok();
     if (!it->is_number() || !(it->get<double>() >= r.lo && it->get<double>() <= r.hi))
-      return invalid_file("'", key, "' must be a number in [", r.lo, ", ", r.hi, "]").with_file(path);
-    *field = static_cast<std::remove_pointer_t<decltype(field)>>(it->get<double>());
+      return invalid_file("sampler.json '", key, "' must be a number in [", r.lo, ", ", r.hi, "]")
+          .with_file(path)
+          .with_expected_found(str_cat("[", r.lo, ", ", r.hi, "]"), it->dump());
+    using Field = std::remove_pointer_t<decltype(field)>;
+    if (std::is_integral_v<Field> && !it->is_number_integer())
+      return invalid_file("sampler.json '", key, "' must be a whole number").with_file(path).with_expected_found(
+          "integer", it->dump());
+    *field = static_cast<Field>(it->get<double>());
     return Status::ok();
   };
   QUILL_RETURN_IF_ERROR(number("start_sigma", kLineStartSigmaRange, &o.start_sigma));
@@ -131,6 +153,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
         li.width = width;
         li.height = H;
         li.bucket = glyphs[i].bucket;
+        li.missing_glyphs = glyphs[i].missing;
         li.gray.resize(static_cast<size_t>(H * width));
         line_output_to_gray(x.data() + b * H * width, H * width, li.gray.data());
         if (on_line) on_line(++done, int(texts.size()));

@@ -41,6 +41,7 @@ struct LineImage {
   int64_t width = 0, height = 0;
   std::vector<uint8_t> gray;  // [height, width]
   WidthBucket bucket;
+  std::vector<uint32_t> missing_glyphs;  // code points the font has no glyph for (drawn as .notdef boxes)
 };
 
 struct LineTimings {

@@ -71,7 +71,7 @@ Result<Tensor> sd3_generate(SD3Engine& engine, const AutoencoderKL& vae, const S
   Tensor z(latents.data(), DType::kF32, {r.batch, C, h, w});
   QUILL_ASSIGN_OR_RETURN(Tensor image, vae.decode(z, engine.ops(), r.tiling));
   if (first_non_finite(image.data_as<float>(), image.numel()) >= 0)
-    return out_of_range(
+    return non_finite(
         "non-finite values (NaN or Inf) in the VAE decoder's output (the latents were finite): "
         "the VAE's weights produce them");
   const auto t2 = std::chrono::steady_clock::now();

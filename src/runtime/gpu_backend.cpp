@@ -76,7 +76,7 @@ Result<CreateFn> load_module() {
   const bool from_env = env && *env;
   const std::string path = from_env ? env : module_next_to_binary();
   if (path.find('/') != std::string::npos && access(path.c_str(), F_OK) != 0)
-    return not_found(QUILL_CUDA_MODULE_FILE " not found ",
+    return make_error(ErrorCode::kDevice, QUILL_CUDA_MODULE_FILE " not found ",
                      from_env ? "where QUILL_CUDA_MODULE says: " : "next to the binary: ", path,
                      from_env ? "" : " (QUILL_CUDA_MODULE=<path> names another)", "; the engine stays on the CPU");
   // Never closed: backends it creates live in it, up to exit.

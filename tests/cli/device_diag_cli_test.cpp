@@ -44,7 +44,7 @@ TEST(DeviceDiagCli, GenerateDiagCountsVaeOps) {
 TEST(DeviceDiagCli, GpuRequiredWithoutOneIsARuntimeError) {
   if (create_gpu_backend().is_ok()) GTEST_SKIP() << "this machine has a GPU";
   testing::TempDir dir;
-  for (const std::string cmd :
+  for (const std::string& cmd :
        {"line --text Hej --device gpu -o '" + dir.file("l.png") + "'",
         "generate --model '" + test::fixture("pipeline/transformer") + "' --vae '" + test::fixture("pipeline/vae") +
             "' --cond '" + test::fixture("pipeline/cfg5/cond.safetensors") +

@@ -88,7 +88,7 @@ TEST(FiniteNumbersCli, RopeThetaZeroIsRejectedAtLoad) {
   fs::remove(m + "/config.json");
   std::ofstream(m + "/config.json") << cfg;
   CliRun r = quill_cli("line --model '" + m + "' --text Hi --steps 1 --device cpu -o '" + dir.file("l.png") + "'", dir);
-  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.code, 2) << r.err;  // an invalid input file: the caller's error
   EXPECT_NE(r.err.find("rope_theta"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir.file("l.png")));
 }

@@ -82,16 +82,16 @@ TEST(CmdInfo, GgufWithoutConfigSummarisesLongArrays) {
 TEST(CmdInfo, ExitCodes) {
   TempDir dir;
   CliRun missing = run_cli("info '" + dir.file("nope.safetensors") + "'", dir);
-  EXPECT_EQ(missing.code, 1);
+  EXPECT_EQ(missing.code, 2);  // a missing or corrupt input is the caller's error
   EXPECT_NE(missing.err.find("quill: error:"), std::string::npos) << missing.err;
   EXPECT_NE(missing.err.find("nope.safetensors"), std::string::npos) << missing.err;
 
   testing::write_bytes(dir.file("bad.safetensors"), std::string("\x10\0\0\0\0\0\0\0{\"a\":", 13));
   CliRun corrupt = run_cli("info '" + dir.file("bad.safetensors") + "'", dir);
-  EXPECT_EQ(corrupt.code, 1);
+  EXPECT_EQ(corrupt.code, 2);
   EXPECT_NE(corrupt.err.find("header length exceeds the file"), std::string::npos) << corrupt.err;
   CliRun corrupt_json = run_cli("info --json '" + dir.file("bad.safetensors") + "'", dir);
-  EXPECT_EQ(corrupt_json.code, 1);
+  EXPECT_EQ(corrupt_json.code, 2);
   EXPECT_TRUE(corrupt_json.out.empty());
 
   EXPECT_EQ(run_cli("info", dir).code, 2);

@@ -27,7 +27,7 @@ TEST(FlowLoopFinite, NonFiniteVelocityStopsAtThatStep) {
     return Status::ok();
   });
   ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(st.code(), ErrorCode::kNonFinite);
   EXPECT_NE(st.message().find("step 2 of 3"), std::string::npos) << st.to_string();
   EXPECT_EQ(calls, 2);
 }

@@ -110,10 +110,14 @@ TEST(LineSampler, ModelSamplerJsonDefaults) {
   EXPECT_FLOAT_EQ(some->guidance_scale, 3.0f);
   EXPECT_EQ(some->steps, 12);
   EXPECT_FLOAT_EQ(some->shift, 1.0f);
-  const std::pair<const char*, const char*> bad[] = {{"[1, 2]", "not a JSON object"},
-                                                     {"{not json", "not a JSON object"},
-                                                     {R"({"start_sigma": 0})", "'start_sigma' must be a number"},
-                                                     {R"({"steps": "many"})", "'steps' must be a number"}};
+  const std::pair<const char*, const char*> bad[] = {
+      {"[1, 2]", "must be a JSON object"},
+      {"{not json", "parse error at line 1, column 3"},  // where, not just "bad JSON"
+      {R"({"start_sigma": 0})", "'start_sigma' must be a number"},
+      {R"({"steps": "many"})", "'steps' must be a number"},
+      {R"({"steps": 2.5})", "'steps' must be a whole number"},
+      {R"({"guidence_scale": 3})", "unknown key 'guidence_scale'"},
+      {R"({"steps": 4, "steps": 5})", "duplicate"}};
   for (const auto& [text, phrase] : bad) {
     std::ofstream(dir / "sampler.json") << text;
     auto r = line_options_for_model(dir.string());

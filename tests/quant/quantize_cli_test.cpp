@@ -58,7 +58,7 @@ TEST(QuantizeCli, ExitCodesAndMessages) {
       {"quantize '" + model + "' --type q4_k --dry-run", 2, "unknown weight type 'q4_k'"},
       {"quantize '" + model + "' --rules 'x' --dry-run", 2, "is not REGEX=TYPE"},
       {"quantize '" + model + "'", 2, "OUT.gguf is required"},
-      {"quantize /nonexistent/model out.gguf", 1, "/nonexistent/model"},
+      {"quantize /nonexistent/model out.gguf", 2, "/nonexistent/model"},
       {"quantize '" + model + "' /nonexistent/dir/out.gguf", 1, "/nonexistent/dir/out.gguf"},
   };
   for (const Case& c : cases) {

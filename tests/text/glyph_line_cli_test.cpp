@@ -118,7 +118,7 @@ TEST(RenderLineCli, BatchFileWritesOnePngPerLineIdenticalToTheLibrary) {
 TEST(RenderLineCli, OverflowPolicies) {
   testing::TempDir dir;
   CliRun r = render_line(std::string("--text '") + kKongl + "' --max-width 128", dir);
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);  // a text error, like every other
   EXPECT_NE(r.err.find("max line width is 128"), std::string::npos) << r.err;
   r = render_line(std::string("--text '") + kKongl + "' --max-width 128 --overflow clamp --json", dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -145,7 +145,7 @@ TEST(RenderLineCli, ExitCodesAndMessages) {
       {"--text \"$(printf 'ab\\377')\"", 2, "not valid UTF-8"},
       {"--text \"$(printf 'a\\tb')\"", 2, "U+0009"},
       {"--text \"$(printf '\\346\\274\\242')\"", 2, "no glyph for any character"},
-      {"--text abc --font /nonexistent/font.ttf", 1, "'/nonexistent/font.ttf': font file does not exist"},
+      {"--text abc --font /nonexistent/font.ttf", 2, "'/nonexistent/font.ttf': font file does not exist"},
       {"--text abc -o /nonexistent/dir/x.png", 1, "/nonexistent/dir/x.png"},
   };
   for (const Case& c : cases) {
