@@ -108,3 +108,18 @@ images = os.path.join(here, "..", "tests", "fixtures", "image")
 for name in ("src_gray.png", "gray_alpha.png", "rgba.png", "palette_trns.png", "gray16.png", "bilevel.png",
              "rgb.jpg", "gray.jpg", "cmyk.jpg"):
     shutil.copy(os.path.join(images, name), os.path.join(here, "corpus", "image_fuzz", name))
+
+
+# ---- line model folder: config.json \0 sampler.json \0 style_encoder/config.json ----
+line_dir = os.path.join(here, "..", "models", "quill-line")
+with open(os.path.join(line_dir, "config.json"), "rb") as f:
+    line_config = f.read()
+with open(os.path.join(line_dir, "sampler.json"), "rb") as f:
+    line_sampler = f.read()
+with open(os.path.join(line_dir, "style_encoder", "config.json"), "rb") as f:
+    line_style = f.read()
+out("line_model_folder_fuzz", "shipped", line_config + b"\0" + line_sampler + b"\0" + line_style)
+out("line_model_folder_fuzz", "minimal", b"{}\0{}\0{}")
+out("line_model_folder_fuzz", "swiglu", b'{"patch_size": 2, "qk_norm": "rms_norm", "glyph_concat": true}\0'
+    b'{"steps": 4}\0{"use_swiglu_ffn": true, "image_size": [28, 14], "patch_size": 14, "hidden_size": 32,'
+    b' "num_attention_heads": 2, "num_hidden_layers": 1}')

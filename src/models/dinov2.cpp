@@ -76,10 +76,25 @@ Result<Dinov2Config> Dinov2Config::from_json(const nlohmann::json& j, const std:
       !(c.layer_norm_eps >= 0))
     return invalid_file("Dinov2 config has a non-positive size, an image_size smaller than patch_size or a bad eps")
         .with_file(source);
+  // Bounds far above any released Dinov2 (giant: hidden 1536, 40 layers, 24 heads), so derived sizes
+  // (heads x head_dim, hidden x mlp_ratio, the patch grid) cannot overflow.
+  auto at_most = [&](const char* key, double v, double max) -> Status {
+    if (!(v <= max)) return invalid_file("Dinov2 config '", key, "' = ", v, " is above ", max).with_file(source);
+    return Status();
+  };
+  QUILL_RETURN_IF_ERROR(at_most("hidden_size", double(c.hidden_size), 1 << 16));
+  QUILL_RETURN_IF_ERROR(at_most("num_hidden_layers", double(c.num_hidden_layers), 1024));
+  QUILL_RETURN_IF_ERROR(at_most("num_attention_heads", double(c.num_attention_heads), 1024));
+  QUILL_RETURN_IF_ERROR(at_most("num_channels", double(c.num_channels), 64));
+  QUILL_RETURN_IF_ERROR(at_most("patch_size", double(std::max(c.patch_h, c.patch_w)), 1024));
+  QUILL_RETURN_IF_ERROR(at_most("image_size", double(std::max(c.image_h, c.image_w)), 1 << 14));
+  QUILL_RETURN_IF_ERROR(at_most("mlp_ratio", c.mlp_ratio, 64));
+  QUILL_RETURN_IF_ERROR(at_most("layer_norm_eps", c.layer_norm_eps, 1));
   // Dinov2Attention: getattr(config, "head_dim", hidden_size // num_attention_heads).
   c.head_dim = c.hidden_size / c.num_attention_heads;
   QUILL_RETURN_IF_ERROR(read_int(j, "head_dim", source, &c.head_dim));
   if (c.head_dim <= 0) return invalid_file("Dinov2 config: head_dim must be positive").with_file(source);
+  QUILL_RETURN_IF_ERROR(at_most("head_dim", double(c.head_dim), 4096));
   if (c.mlp_hidden() <= 0) return invalid_file("Dinov2 config: MLP hidden size is 0").with_file(source);
 
   if (auto it = j.find("hidden_act"); it != j.end()) {

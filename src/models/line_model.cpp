@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/arena.h"
+#include "io/json_util.h"
 #include "models/dit_common.h"
 
 namespace quill {
@@ -39,7 +40,7 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
   if (auto it = j.find("rope_theta"); it != j.end()) {
     // theta <= 0 or not finite makes every RoPE frequency NaN or Inf: a black line, not an error, later.
     if (!it->is_number() || !(it->get<double>() > 0.0) || !std::isfinite(it->get<double>()))
-      return invalid_file("config 'rope_theta' must be a finite number > 0, got ", it->dump()).with_file(source);
+      return invalid_file("config 'rope_theta' must be a finite number > 0, got ", dump_json(*it)).with_file(source);
     c.rope_theta = it->get<double>();
   }
   if (auto it = j.find("qk_norm"); it != j.end()) {
@@ -48,7 +49,7 @@ Result<LineModelConfig> LineModelConfig::from_json(const nlohmann::json& j, cons
     else if (it->is_string() && it->get<std::string>() == "rms_norm")
       c.qk_rms_norm = true;
     else
-      return unsupported("qk_norm ", it->dump(), " (supported: null, \"rms_norm\")").with_file(source);
+      return unsupported("qk_norm ", dump_json(*it), " (supported: null, \"rms_norm\")").with_file(source);
   }
   if (auto it = j.find("glyph_concat"); it != j.end()) {
     if (!it->is_boolean()) return invalid_file("config 'glyph_concat' must be true or false").with_file(source);

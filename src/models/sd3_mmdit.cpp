@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/arena.h"
+#include "io/json_util.h"
 #include "models/dit_common.h"
 
 namespace quill {
@@ -44,7 +45,7 @@ Result<SD3Config> SD3Config::from_json(const nlohmann::json& j, const std::strin
   }
   if (auto it = j.find("qk_norm"); it != j.end() && !it->is_null()) {
     if (!it->is_string() || it->get<std::string>() != "rms_norm")
-      return unsupported("qk_norm ", it->dump(), " (supported: null, \"rms_norm\")").with_file(source);
+      return unsupported("qk_norm ", dump_json(*it), " (supported: null, \"rms_norm\")").with_file(source);
     c.qk_rms_norm = true;
   }
   auto positive = [&](int64_t v, const char* name, int64_t max) -> Status {

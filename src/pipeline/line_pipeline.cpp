@@ -17,13 +17,17 @@
 namespace quill {
 
 Result<LineOptions> line_options_for_model(const std::string& model_dir) {
-  LineOptions o;
   const std::string path = model_dir + "/sampler.json";
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return o;
+  if (!std::filesystem::exists(path, ec)) return LineOptions{};
   note_input_file(path);
   QUILL_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
-  const std::string_view text(reinterpret_cast<const char*>(file->data()), size_t(file->size()));
+  return line_options_from_json(std::string_view(reinterpret_cast<const char*>(file->data()), size_t(file->size())),
+                                path);
+}
+
+Result<LineOptions> line_options_from_json(std::string_view text, const std::string& path) {
+  LineOptions o;
   auto parsed = parse_json_checked(text, "sampler.json");
   if (!parsed) return parsed.take_status().with_file(path);
   const nlohmann::json& j = *parsed;
@@ -43,11 +47,11 @@ Result<LineOptions> line_options_for_model(const std::string& model_dir) {
     if (!it->is_number() || !(it->get<double>() >= r.lo && it->get<double>() <= r.hi))
       return invalid_file("sampler.json '", key, "' must be a number in [", r.lo, ", ", r.hi, "]")
           .with_file(path)
-          .with_expected_found(str_cat("[", r.lo, ", ", r.hi, "]"), it->dump());
+          .with_expected_found(str_cat("[", r.lo, ", ", r.hi, "]"), dump_json(*it));
     using Field = std::remove_pointer_t<decltype(field)>;
     if (std::is_integral_v<Field> && !it->is_number_integer())
       return invalid_file("sampler.json '", key, "' must be a whole number").with_file(path).with_expected_found(
-          "integer", it->dump());
+          "integer", dump_json(*it));
     *field = static_cast<Field>(it->get<double>());
     return Status::ok();
   };

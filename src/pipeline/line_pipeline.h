@@ -53,6 +53,8 @@ struct LineTimings {
 // "guidance_scale": g, "steps": n, "shift": k}, every key optional), over LineOptions' defaults.
 // No file: the defaults. A malformed file or an out-of-range value: an error naming the file.
 Result<LineOptions> line_options_for_model(const std::string& model_dir);
+// The same from the file's text; `path` names it in messages.
+Result<LineOptions> line_options_from_json(std::string_view text, const std::string& path);
 
 class LinePipeline {
  public:
