@@ -2,7 +2,7 @@
 """FLUX.2 transformer reference fixtures under tests/fixtures/flux2/<case>/ (CPU, f32, deterministic).
 
   python tools/make_flux2_fixtures.py            # every case
-  python tools/make_flux2_fixtures.py --case double_single
+  python tools/make_flux2_fixtures.py --case double_single vae pipeline_distilled
 
 Each case: a random tiny Flux2Transformer2DModel (every parameter redrawn, tools/sd3_random.py's
 init), saved with save_pretrained; inputs.safetensors (hidden_states [B, N, C] packed latents,
@@ -22,7 +22,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import diffusers  # noqa: E402
-from diffusers import Flux2Transformer2DModel  # noqa: E402
+from diffusers import (  # noqa: E402
+    AutoencoderKLFlux2,
+    FlowMatchEulerDiscreteScheduler,
+    Flux2KleinPipeline,
+    Flux2Transformer2DModel,
+)
 from safetensors.torch import save_file  # noqa: E402
 
 from sd3_random import INIT_DESCRIPTION, reinit_parameters  # noqa: E402
@@ -128,13 +133,144 @@ def make_case(name: str) -> None:
     print(f"flux2/{name}: sample {tuple(sample.shape)} std {meta['sample']['std']:.4f} sensitivity {sensitivity}")
 
 
+# --- AutoencoderKLFlux2 and the whole Flux2KleinPipeline ----------------------------------------
+
+TINY_VAE = dict(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+                up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(16, 32), layers_per_block=1,
+                latent_channels=4, norm_num_groups=8, sample_size=32, patch_size=(2, 2), batch_norm_eps=1e-4)
+
+# Klein's scheduler: dynamic (exponential) shifting with the pipeline's empirical mu.
+KLEIN_SCHEDULER = dict(num_train_timesteps=1000, shift=3.0, use_dynamic_shifting=True, base_shift=0.5,
+                       max_shift=1.15, base_image_seq_len=256, max_image_seq_len=4096,
+                       time_shift_type="exponential")
+
+PIPE_TRANSFORMER = dict(patch_size=1, in_channels=16, num_layers=1, num_single_layers=2, attention_head_dim=16,
+                        num_attention_heads=2, joint_attention_dim=24, timestep_guidance_channels=32,
+                        mlp_ratio=3.0, axes_dims_rope=(4, 4, 4, 4), rope_theta=2000, guidance_embeds=False)
+
+PIPELINES = {
+    "pipeline_distilled": dict(
+        description="distilled klein: 3 steps, no CFG, batch 2, 32x32 px (8x8 packed tokens of 16 channels)",
+        is_distilled=True, guidance=1.0, steps=3, batch=2, text_len=6, negative_len=None, size=(32, 32),
+        seed=5001),
+    "pipeline_base": dict(
+        description=("base klein: 4 steps, CFG 3.5 with a negative prompt of another length (two forwards "
+                     "per step in diffusers), batch 1, 32x48 px"),
+        is_distilled=False, guidance=3.5, steps=4, batch=1, text_len=5, negative_len=3, size=(32, 48),
+        seed=5002),
+}
+
+
+@torch.no_grad()
+def build_vae(seed: int) -> AutoencoderKLFlux2:
+    torch.manual_seed(seed)
+    vae = AutoencoderKLFlux2(**TINY_VAE)
+    reinit_parameters(vae, seed)
+    gen = torch.Generator(device="cpu").manual_seed(seed + 1)
+    # The batch-norm statistics are buffers, not parameters: give them values a port must read.
+    vae.bn.running_mean.copy_(torch.randn(vae.bn.running_mean.shape, generator=gen) * 0.3)
+    vae.bn.running_var.copy_(0.5 + torch.rand(vae.bn.running_var.shape, generator=gen) * 1.5)
+    return vae.eval()
+
+
+def make_vae() -> None:
+    folder = FIXTURES / "vae"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    vae = build_vae(3101)
+    vae.save_pretrained(folder, safe_serialization=True)
+    gen = torch.Generator(device="cpu").manual_seed(4101)
+    B, h2, w2, lc = 2, 3, 5, TINY_VAE["latent_channels"]
+    tokens = torch.randn((B, h2 * w2, 4 * lc), generator=gen)
+    image = torch.rand((B, 3, 4 * h2 * 2, 4 * w2 * 2), generator=gen) * 2 - 1  # 2x downscale, 2x2 patches
+    pipe = Flux2KleinPipeline
+    with torch.no_grad():
+        ids = Flux2KleinPipeline._prepare_latent_ids(torch.zeros(B, 4 * lc, h2, w2))
+        lat = Flux2KleinPipeline._unpack_latents_with_ids(tokens, ids, h2, w2)
+        std = torch.sqrt(vae.bn.running_var.view(1, -1, 1, 1) + vae.config.batch_norm_eps)
+        lat = lat * std + vae.bn.running_mean.view(1, -1, 1, 1)
+        lat = pipe._unpatchify_latents(lat)
+        decoded = vae.decode(lat, return_dict=False)[0]
+        # The reference-image path: encode (posterior mode), patchify, normalise, pack.
+        enc = vae.encode(image).latent_dist.mode()
+        enc = pipe._patchify_latents(enc)
+        enc = (enc - vae.bn.running_mean.view(1, -1, 1, 1)) / std
+        encoded = pipe._pack_latents(enc)
+    save_file({"tokens": tokens, "image": image.contiguous()}, folder / "inputs.safetensors")
+    save_file({"decoded": decoded.contiguous(), "encoded_tokens": encoded.contiguous()},
+              folder / "expected.safetensors")
+    meta = {"case": "vae", "config": {k: list(v) if isinstance(v, tuple) else v for k, v in TINY_VAE.items()},
+            "tokens": [B, h2 * w2, 4 * lc], "decoded": list(decoded.shape), "image": list(image.shape),
+            "encoded_tokens": list(encoded.shape),
+            "versions": {"torch": torch.__version__, "diffusers": diffusers.__version__},
+            "generator": "tools/make_flux2_fixtures.py --case vae"}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"flux2/vae: decoded {tuple(decoded.shape)} encoded {tuple(encoded.shape)}")
+
+
+def make_pipeline(name: str) -> None:
+    case = PIPELINES[name]
+    folder = FIXTURES / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    torch.manual_seed(3201)
+    transformer = Flux2Transformer2DModel(**PIPE_TRANSFORMER)
+    reinit_parameters(transformer, 3201)
+    transformer.eval()
+    vae = build_vae(3202)
+    scheduler = FlowMatchEulerDiscreteScheduler(**KLEIN_SCHEDULER)
+    transformer.save_pretrained(folder / "transformer", safe_serialization=True)
+    vae.save_pretrained(folder / "vae", safe_serialization=True)
+    scheduler.save_pretrained(folder / "scheduler")
+    (folder / "model_index.json").write_text(json.dumps(
+        {"_class_name": "Flux2KleinPipeline", "_diffusers_version": diffusers.__version__,
+         "is_distilled": case["is_distilled"]}, indent=2) + "\n")
+    pipe = Flux2KleinPipeline(scheduler=scheduler, vae=vae, text_encoder=None, tokenizer=None,
+                              transformer=transformer, is_distilled=case["is_distilled"])
+    gen = torch.Generator(device="cpu").manual_seed(case["seed"])
+    B, (H, W), J = case["batch"], case["size"], PIPE_TRANSFORMER["joint_attention_dim"]
+    prompt_embeds = torch.randn((B, case["text_len"], J), generator=gen)
+    tensors = {"prompt_embeds": prompt_embeds}
+    kwargs = {}
+    if case["negative_len"]:
+        tensors["negative_prompt_embeds"] = torch.randn((B, case["negative_len"], J), generator=gen)
+        kwargs["negative_prompt_embeds"] = tensors["negative_prompt_embeds"]
+    latents = torch.randn((B, PIPE_TRANSFORMER["in_channels"], H // 4, W // 4), generator=gen)
+    with torch.no_grad():
+        image = pipe(prompt=None, prompt_embeds=prompt_embeds, height=H, width=W,
+                     num_inference_steps=case["steps"], guidance_scale=case["guidance"], latents=latents,
+                     output_type="pt", return_dict=False, **kwargs)[0]
+    save_file({k: v.contiguous() for k, v in tensors.items()}, folder / "cond.safetensors")
+    save_file({"latents": latents.contiguous()}, folder / "latents.safetensors")
+    save_file({"image": image.contiguous()}, folder / "expected.safetensors")
+    meta = {"case": name, "description": case["description"], "is_distilled": case["is_distilled"],
+            "guidance_scale": case["guidance"], "steps": case["steps"], "height": H, "width": W,
+            "transformer": {k: list(v) if isinstance(v, tuple) else v for k, v in PIPE_TRANSFORMER.items()},
+            "vae": {k: list(v) if isinstance(v, tuple) else v for k, v in TINY_VAE.items()},
+            "scheduler": KLEIN_SCHEDULER, "image": "output_type='pt': decoder output / 2 + 0.5, clamped to [0, 1]",
+            "versions": {"torch": torch.__version__, "diffusers": diffusers.__version__},
+            "generator": "tools/make_flux2_fixtures.py --case " + name}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"flux2/{name}: image {tuple(image.shape)} mean {image.mean().item():.4f}")
+
+
+ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--case", nargs="*", choices=sorted(CASES), help="cases to write (default: all)")
+    ap.add_argument("--case", nargs="*", choices=ALL, help="cases to write (default: all)")
     args = ap.parse_args()
     setup_torch()
-    for name in args.case or sorted(CASES):
-        make_case(name)
+    for name in args.case or ALL:
+        if name in CASES:
+            make_case(name)
+        elif name == "vae":
+            make_vae()
+        else:
+            make_pipeline(name)
 
 
 if __name__ == "__main__":

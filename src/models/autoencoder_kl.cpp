@@ -40,6 +40,13 @@ Result<AutoencoderKLConfig> AutoencoderKLConfig::from_json(const nlohmann::json&
     if (!v.is_number_integer()) return invalid_file("AutoencoderKL config key 'sample_size' must be an integer");
     c.sample_size = v.get<int64_t>();
   }
+  // AutoencoderKLFlux2 may give its decoder other widths; Quill's decoder uses block_out_channels.
+  if (auto it = j.find("decoder_block_out_channels"); it != j.end() && !it->is_null()) {
+    std::vector<int64_t> dec;
+    QUILL_RETURN_IF_ERROR(read_key(j, "decoder_block_out_channels", dec));
+    if (dec != c.block_out_channels)
+      return unsupported("AutoencoderKL decoder_block_out_channels different from block_out_channels");
+  }
   std::string act = "silu";
   QUILL_RETURN_IF_ERROR(read_key(j, "act_fn", act));
   if (act != "silu") return unsupported("AutoencoderKL act_fn '", act, "' (only silu)");
