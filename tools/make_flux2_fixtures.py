@@ -158,6 +158,11 @@ PIPELINES = {
                      "per step in diffusers), batch 1, 32x48 px"),
         is_distilled=False, guidance=3.5, steps=4, batch=1, text_len=5, negative_len=3, size=(32, 48),
         seed=5002),
+    "pipeline_base_batched": dict(
+        description=("base klein: 2 steps, CFG 4 with a negative prompt of the prompt's length (Quill: one "
+                     "forward of batch 2B per step), batch 2, 48x32 px"),
+        is_distilled=False, guidance=4.0, steps=2, batch=2, text_len=4, negative_len=4, size=(48, 32),
+        seed=5003),
 }
 
 
@@ -215,18 +220,18 @@ def make_pipeline(name: str) -> None:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
+    # Every pipeline case shares one tiny model set in flux2/pipeline_models/ (written each time,
+    # byte-identical, from fixed seeds).
+    models = FIXTURES / "pipeline_models"
     torch.manual_seed(3201)
     transformer = Flux2Transformer2DModel(**PIPE_TRANSFORMER)
     reinit_parameters(transformer, 3201)
     transformer.eval()
     vae = build_vae(3202)
     scheduler = FlowMatchEulerDiscreteScheduler(**KLEIN_SCHEDULER)
-    transformer.save_pretrained(folder / "transformer", safe_serialization=True)
-    vae.save_pretrained(folder / "vae", safe_serialization=True)
-    scheduler.save_pretrained(folder / "scheduler")
-    (folder / "model_index.json").write_text(json.dumps(
-        {"_class_name": "Flux2KleinPipeline", "_diffusers_version": diffusers.__version__,
-         "is_distilled": case["is_distilled"]}, indent=2) + "\n")
+    transformer.save_pretrained(models / "transformer", safe_serialization=True)
+    vae.save_pretrained(models / "vae", safe_serialization=True)
+    scheduler.save_pretrained(models / "scheduler")
     pipe = Flux2KleinPipeline(scheduler=scheduler, vae=vae, text_encoder=None, tokenizer=None,
                               transformer=transformer, is_distilled=case["is_distilled"])
     gen = torch.Generator(device="cpu").manual_seed(case["seed"])
@@ -256,7 +261,16 @@ def make_pipeline(name: str) -> None:
     print(f"flux2/{name}: image {tuple(image.shape)} mean {image.mean().item():.4f}")
 
 
-ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES)
+def make_mu_table() -> None:
+    """diffusers' compute_empirical_mu at klein-relevant sizes (both branches) -> empirical_mu.json."""
+    from diffusers.pipelines.flux2.pipeline_flux2_klein import compute_empirical_mu
+    rows = [{"image_seq_len": n, "num_steps": s, "mu": compute_empirical_mu(n, s)}
+            for n in (64, 256, 1024, 4096, 4300, 4301, 16384) for s in (1, 4, 28, 50)]
+    (FIXTURES / "empirical_mu.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"flux2/empirical_mu.json: {len(rows)} values")
+
+
+ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu"]
 
 
 def main() -> None:
@@ -269,6 +283,8 @@ def main() -> None:
             make_case(name)
         elif name == "vae":
             make_vae()
+        elif name == "mu":
+            make_mu_table()
         else:
             make_pipeline(name)
 
