@@ -24,8 +24,9 @@ const char* version();
 
 // Image generation with a diffusion transformer and its VAE. The transformer's architecture is
 // detected from its files (config `_class_name`, GGUF metadata or tensor names) and looked up in
-// a registry (src/api/image_model_registry.cpp); today: SD3Transformer2DModel (SD3 / SD3.5).
-// Conditioning is precomputed (text encoders come later). Thread-safety: generate() may be called
+// a registry (src/api/image_model_registry.cpp); today: SD3Transformer2DModel (SD3 / SD3.5) and
+// Flux2Transformer2DModel (FLUX.2 [klein] / [dev], with AutoencoderKLFlux2). Conditioning is
+// precomputed (text encoders come later). Thread-safety: generate() may be called
 // from several threads; calls run one at a time.
 class ImageGenerator {
  public:
@@ -38,20 +39,29 @@ class ImageGenerator {
   // What the opened models expect.
   struct Info {
     std::string architecture;  // e.g. "SD3Transformer2DModel"
-    int64_t in_channels = 0, joint_attention_dim = 0, pooled_projection_dim = 0;
+    int64_t in_channels = 0, joint_attention_dim = 0;
+    int64_t pooled_projection_dim = 0;      // 0: the model takes no pooled vector (FLUX.2)
     int64_t vae_scale = 8, patch_size = 2;  // image sides must be multiples of vae_scale * patch_size
-    std::string device;                     // "cpu", "cuda (per-op CPU fallback)", ...
+    // Initial latents are [B, in_channels, H / latent_scale, W / latent_scale] (SD3: the VAE's
+    // latent; FLUX.2: its 2x2-patchified latent, diffusers' `latents=`).
+    int64_t latent_scale = 8;
+    int default_steps = 28;
+    float default_guidance = 7.0f;
+    bool guidance_distilled = false;  // guidance is not applied (FLUX.2 klein distilled)
+    std::string defaults_source;      // where the defaults and the mode come from, for messages
+    std::string device;               // "cpu", "cuda (per-op CPU fallback)", ...
   };
   struct Conditioning {
-    std::vector<float> encoder_hidden_states;  // [B, T, joint_attention_dim]
-    std::vector<float> pooled_projections;     // [B, pooled_projection_dim]
+    std::vector<float> encoder_hidden_states;  // [B, T, joint_attention_dim] (FLUX.2: prompt_embeds)
+    std::vector<float> pooled_projections;     // [B, pooled_projection_dim]; empty when that is 0
     int64_t batch = 1, text_len = 0;
   };
   struct Options {
     int64_t width = 1024, height = 1024;
-    int steps = 28;
-    float guidance_scale = 7.0f;  // <= 1: no guidance (batch B); else one forward of batch 2B per step
-    double shift = 3.0;
+    int steps = 0;                 // <= 0: info().default_steps
+    float guidance_scale = -1.0f;  // < 0: info().default_guidance; <= 1: no guidance (batch B); else CFG
+                                   // (one forward of batch 2B per step when the texts have one length)
+    double shift = 3.0;            // SD3's static shift; FLUX.2 shifts by its empirical mu instead
     uint64_t seed = 0;
     bool tiled_decode = false;
     std::vector<float> initial_latents;  // [B, C, H / vae_scale, W / vae_scale]; empty: seeded noise

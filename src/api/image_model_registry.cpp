@@ -9,6 +9,7 @@ namespace quill {
 const std::vector<ImageModelEntry>& image_model_registry() {
   static const std::vector<ImageModelEntry> table = {
       {"SD3Transformer2DModel", &open_sd3_image_generator},
+      {"Flux2Transformer2DModel", &open_flux2_image_generator},
   };
   return table;
 }

@@ -23,5 +23,7 @@ const std::vector<ImageModelEntry>& image_model_registry();
 // The factories (one per family).
 Result<std::unique_ptr<ImageGenerator>> open_sd3_image_generator(const ImageGenerator::OpenOptions& options,
                                                                  const std::string& architecture);
+Result<std::unique_ptr<ImageGenerator>> open_flux2_image_generator(const ImageGenerator::OpenOptions& options,
+                                                                   const std::string& architecture);
 
 }  // namespace quill

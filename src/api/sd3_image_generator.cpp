@@ -32,6 +32,10 @@ class SD3ImageGenerator final : public ImageGenerator {
     info_.pooled_projection_dim = c.pooled_projection_dim;
     info_.patch_size = c.patch_size;
     info_.vae_scale = vae_->config().downscale();
+    info_.latent_scale = info_.vae_scale;
+    info_.default_steps = 28;
+    info_.default_guidance = 7.0f;
+    info_.defaults_source = "SD3 defaults";
     info_.device = device_.description;
     return Status::ok();
   }
@@ -49,8 +53,8 @@ class SD3ImageGenerator final : public ImageGenerator {
     r.text_len = cond.text_len;
     r.cond = &c;
     r.negative = negative ? &n : nullptr;
-    r.steps = o.steps;
-    r.guidance_scale = o.guidance_scale;
+    r.steps = o.steps > 0 ? o.steps : info_.default_steps;
+    r.guidance_scale = o.guidance_scale >= 0.0f ? o.guidance_scale : info_.default_guidance;
     r.shift = o.shift;
     r.seed = o.seed;
     r.initial_latents = o.initial_latents.empty() ? nullptr : &o.initial_latents;

@@ -1,6 +1,6 @@
 // `quill generate`: text-to-image from precomputed conditioning tensors (text encoders come
 // later) through the public ImageGenerator: transformer + VAE, flow-matching Euler with batched
-// CFG, PNG out.
+// CFG, PNG out. The pipeline follows the transformer's detected architecture (SD3, FLUX.2).
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -19,9 +19,9 @@ namespace {
 
 struct Options {
   std::string model, vae, cond, negative, latents, output, device = "auto";
-  int steps = 28, threads = 0;
-  float cfg = 7.0f;
-  double shift = 3.0;
+  int steps = 0, threads = 0;  // steps / cfg unset: the model's defaults
+  float cfg = -1.0f;
+  double shift = 0.0;  // unset: SD3's 3.0
   uint64_t seed = 0;
   int64_t width = 0, height = 0;
   bool tiled = false, diag = false;
@@ -29,35 +29,58 @@ struct Options {
 
 using Conditioning = ImageGenerator::Conditioning;
 
-Result<Conditioning> read_conditioning(const std::string& path, const ImageGenerator::Info& info, int64_t* batch,
-                                       int64_t* text_len) {
+// The text conditioning in `path`: SD3 takes encoder_hidden_states [B, T, J] and
+// pooled_projections [B, P]; FLUX.2 (no pooled vector) takes prompt_embeds [B, T, J] (diffusers'
+// name; encoder_hidden_states is accepted too). `prefix` "negative_" reads the negative tensors
+// from a file that holds both. The negative must match the positive's batch, and for SD3 its
+// length.
+Result<Conditioning> read_conditioning(const std::string& path, const ImageGenerator::Info& info,
+                                       const std::string& prefix, int64_t* batch, int64_t* text_len) {
   QUILL_ASSIGN_OR_RETURN(auto f, SafetensorsFile::open(path));
-  for (const char* name : {"encoder_hidden_states", "pooled_projections"})
-    if (!f->find(name))
-      return invalid_argument("missing tensor '", name, "'; a conditioning file holds encoder_hidden_states [B, T, ",
+  const bool pooled = info.pooled_projection_dim > 0;
+  std::string text_name = prefix + "encoder_hidden_states";
+  if (!pooled && !f->find(text_name) && f->find(prefix + "prompt_embeds")) text_name = prefix + "prompt_embeds";
+  if (!f->find(text_name))
+    return invalid_argument("missing tensor '", text_name, "'; a conditioning file holds ",
+                            pooled ? str_cat("encoder_hidden_states [B, T, ", info.joint_attention_dim,
+                                             "] and pooled_projections [B, ", info.pooled_projection_dim, "]")
+                                   : str_cat("prompt_embeds [B, T, ", info.joint_attention_dim, "] (",
+                                             info.architecture, " takes no pooled vector)"))
+        .with_file(path);
+  QUILL_ASSIGN_OR_RETURN(Tensor e, f->tensor(text_name));
+  if (e.rank() != 3 || e.dim(2) != info.joint_attention_dim || !dtype_traits(e.dtype()).is_float)
+    return invalid_argument("wrong shape or dtype")
+        .with_tensor(text_name)
+        .with_file(path)
+        .with_expected_found(str_cat("float [B, T, ", info.joint_attention_dim, "]"), e.describe());
+  std::vector<float> pooled_values;
+  if (pooled) {
+    const std::string pooled_name = prefix + "pooled_projections";
+    if (!f->find(pooled_name))
+      return invalid_argument("missing tensor '", pooled_name, "'; a conditioning file holds encoder_hidden_states [B, T, ",
                               info.joint_attention_dim, "] and pooled_projections [B, ", info.pooled_projection_dim,
                               "]")
           .with_file(path);
-  QUILL_ASSIGN_OR_RETURN(Tensor e, f->tensor("encoder_hidden_states"));
-  QUILL_ASSIGN_OR_RETURN(Tensor p, f->tensor("pooled_projections"));
-  if (e.rank() != 3 || e.dim(2) != info.joint_attention_dim || !dtype_traits(e.dtype()).is_float)
-    return invalid_argument("wrong shape or dtype")
-        .with_tensor("encoder_hidden_states")
+    QUILL_ASSIGN_OR_RETURN(Tensor p, f->tensor(pooled_name));
+    if (p.rank() != 2 || p.dim(0) != e.dim(0) || p.dim(1) != info.pooled_projection_dim ||
+        !dtype_traits(p.dtype()).is_float)
+      return invalid_argument("wrong shape or dtype")
+          .with_tensor(pooled_name)
+          .with_file(path)
+          .with_expected_found(str_cat("float [", e.dim(0), ", ", info.pooled_projection_dim, "]"), p.describe());
+    pooled_values = p.to_f32_vector();
+  }
+  if (*batch >= 0 && (e.dim(0) != *batch || (pooled && e.dim(1) != *text_len)))
+    return invalid_argument("negative conditioning must match the positive one's batch",
+                            pooled ? " and length" : "")
         .with_file(path)
-        .with_expected_found(str_cat("float [B, T, ", info.joint_attention_dim, "]"), e.describe());
-  if (p.rank() != 2 || p.dim(0) != e.dim(0) || p.dim(1) != info.pooled_projection_dim ||
-      !dtype_traits(p.dtype()).is_float)
-    return invalid_argument("wrong shape or dtype")
-        .with_tensor("pooled_projections")
-        .with_file(path)
-        .with_expected_found(str_cat("float [", e.dim(0), ", ", info.pooled_projection_dim, "]"), p.describe());
-  if (*batch >= 0 && (e.dim(0) != *batch || e.dim(1) != *text_len))
-    return invalid_argument("negative conditioning must match the positive one's batch and length")
-        .with_file(path)
-        .with_expected_found(str_cat("[", *batch, ", ", *text_len, ", *]"), e.shape().to_string());
-  *batch = e.dim(0);
-  *text_len = e.dim(1);
-  return Conditioning{e.to_f32_vector(), p.to_f32_vector(), e.dim(0), e.dim(1)};
+        .with_expected_found(str_cat("[", *batch, ", ", pooled ? str_cat(*text_len) : "*", ", *]"),
+                             e.shape().to_string());
+  if (*batch < 0) {
+    *batch = e.dim(0);
+    *text_len = e.dim(1);
+  }
+  return Conditioning{e.to_f32_vector(), std::move(pooled_values), e.dim(0), e.dim(1)};
 }
 
 Result<std::vector<float>> read_latents(const std::string& path, const Shape& want) {
@@ -71,10 +94,14 @@ Result<std::vector<float>> read_latents(const std::string& path, const Shape& wa
   return lt.to_f32_vector();
 }
 
+// Whether `path` holds the negative tensors beside the positive ones (prompt_embeds files from
+// diffusers hold both).
+bool holds_negative(const std::string& path) {
+  auto f = SafetensorsFile::open(path);
+  return f && ((*f)->find("negative_prompt_embeds") || (*f)->find("negative_encoder_hidden_states"));
+}
+
 int run(const Options& o) {
-  if (o.cfg > 1.0f && o.negative.empty())
-    return report_error(invalid_argument(
-        "--cfg ", o.cfg, " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip guidance"));
   auto device = parse_device_choice(o.device);
   if (!device) return report_error(device.status());
   const auto t0 = std::chrono::steady_clock::now();
@@ -82,18 +109,37 @@ int run(const Options& o) {
   if (!gen_r) return report_error(gen_r.status());
   ImageGenerator& gen = **gen_r;
   const ImageGenerator::Info& info = gen.info();
+  const int steps = o.steps > 0 ? o.steps : info.default_steps;
+  const float cfg = o.cfg >= 0.0f ? o.cfg : info.default_guidance;
+  const bool guided = cfg > 1.0f && !info.guidance_distilled;
+  if (cfg > 1.0f && info.guidance_distilled)
+    std::fprintf(stderr, "quill: warning: --cfg %g is ignored: this model is guidance-distilled (%s)\n", cfg,
+                 info.defaults_source.c_str());
+  if (o.shift > 0.0 && info.pooled_projection_dim == 0)
+    return report_error(invalid_argument("--shift is SD3's static shift; ", info.architecture,
+                                         " shifts its schedule by the image size (empirical mu)"));
+  const bool negative_inside = o.negative.empty() && holds_negative(o.cond);
+  if (guided && o.negative.empty() && !negative_inside)
+    return report_error(invalid_argument("guidance scale ", cfg,
+                                         " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip "
+                                         "guidance"));
   int64_t batch = -1, text_len = -1;
-  auto cond = read_conditioning(o.cond, info, &batch, &text_len);
+  auto cond = read_conditioning(o.cond, info, "", &batch, &text_len);
   if (!cond) return report_error(cond.status());
   std::optional<Conditioning> negative;
-  if (o.cfg > 1.0f) {
-    auto n = read_conditioning(o.negative, info, &batch, &text_len);
+  if (guided) {
+    auto n = negative_inside ? read_conditioning(o.cond, info, "negative_", &batch, &text_len)
+                             : read_conditioning(o.negative, info, "", &batch, &text_len);
     if (!n) return report_error(n.status());
     negative = std::move(n.value());
   }
   ImageGenerator::Options go;
   if (!o.latents.empty()) {
-    auto lat = read_latents(o.latents, {batch, info.in_channels, o.height / info.vae_scale, o.width / info.vae_scale});
+    if (o.height % info.latent_scale || o.width % info.latent_scale)
+      return report_error(invalid_argument("--width and --height must be multiples of ", info.latent_scale, " for ",
+                                           info.architecture));
+    auto lat =
+        read_latents(o.latents, {batch, info.in_channels, o.height / info.latent_scale, o.width / info.latent_scale});
     if (!lat) return report_error(lat.status());
     go.initial_latents = std::move(lat.value());
   }
@@ -101,12 +147,12 @@ int run(const Options& o) {
 
   go.width = o.width;
   go.height = o.height;
-  go.steps = o.steps;
-  go.guidance_scale = o.cfg;
-  go.shift = o.shift;
+  go.steps = steps;
+  go.guidance_scale = cfg;
+  go.shift = o.shift > 0.0 ? o.shift : 3.0;
   go.seed = o.seed;
   go.tiled_decode = o.tiled;
-  Progress progress("denoise", o.steps);
+  Progress progress("denoise", steps);
   go.on_step = [&](int done, int) { progress.update(done); };
   auto out = gen.generate(cond.value(), negative ? &*negative : nullptr, go);
   progress.finish();
@@ -124,7 +170,7 @@ int run(const Options& o) {
   std::printf(
       "timing: load %.0f ms, denoise %.0f ms (%d steps, %.2f steps/s, CFG %s, plan builds %llu), decode %.0f ms%s, "
       "save %.0f ms; peak RSS %.1f MiB; device %s\n",
-      load_ms, out->denoise_ms, o.steps, o.steps / (out->denoise_ms / 1e3), o.cfg > 1.0f ? "batched 2x" : "off",
+      load_ms, out->denoise_ms, steps, steps / (out->denoise_ms / 1e3), guided ? "on" : "off",
       (unsigned long long)out->plan_builds, out->decode_ms, o.tiled ? " (tiled)" : "", save_ms,
       double(peak_rss_bytes()) / (1024.0 * 1024.0), info.device.c_str());
   if (o.diag) std::printf("%s", gen.op_counts().c_str());
@@ -133,16 +179,28 @@ int run(const Options& o) {
 
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
-  sub.add_option("--model", o->model, "SD3 transformer (diffusers folder, .safetensors or .gguf)")->required();
-  sub.add_option("--vae", o->vae, "AutoencoderKL (diffusers folder or .safetensors)")->required();
-  sub.add_option("--cond", o->cond, "safetensors with encoder_hidden_states [B,T,J] and pooled_projections [B,P]")
+  sub.add_option("--model", o->model,
+                 "transformer: SD3 or FLUX.2 (diffusers folder, .safetensors or .gguf); the architecture picks the "
+                 "pipeline")
       ->required();
-  sub.add_option("--negative", o->negative, "the same for the negative prompt (needed when --cfg > 1)");
-  sub.add_option("--latents", o->latents, "initial latents [B,C,H/f,W/f] from a file (else seeded noise)");
-  sub.add_option("--steps", o->steps, "denoising steps")->check(CLI::Range(1, 1000));
-  sub.add_option("--cfg", o->cfg, "classifier-free guidance scale (<= 1 turns guidance off)")
+  sub.add_option("--vae", o->vae, "AutoencoderKL / AutoencoderKLFlux2 (diffusers folder or .safetensors)")
+      ->required();
+  sub.add_option("--cond", o->cond,
+                 "safetensors with the text conditioning: SD3 encoder_hidden_states [B,T,J] + pooled_projections "
+                 "[B,P]; FLUX.2 prompt_embeds [B,T,J] (+ negative_prompt_embeds for CFG)")
+      ->required();
+  sub.add_option("--negative", o->negative, "the same for the negative prompt (needed when guidance is on)");
+  sub.add_option("--latents", o->latents,
+                 "initial latents from a file (else seeded noise): SD3 [B,C,H/8,W/8], FLUX.2 [B,4C,H/16,W/16]");
+  sub.add_option("--steps", o->steps,
+                 "denoising steps (default: the model's: SD3 28; FLUX.2 klein 4 distilled, 50 base)")
+      ->check(CLI::Range(1, 1000));
+  sub.add_option("--cfg", o->cfg,
+                 "classifier-free guidance scale, <= 1 turns it off (default: SD3 7; FLUX.2 klein 1 distilled, 4 "
+                 "base)")
       ->check(FiniteRange(0.0, 100.0));
-  sub.add_option("--shift", o->shift, "flow-matching static shift (SD3: 3.0)")->check(FiniteRange(0.01, 100.0));
+  sub.add_option("--shift", o->shift, "SD3's flow-matching static shift (FLUX.2 shifts by its empirical mu)")
+      ->check(FiniteRange(0.01, 100.0));
   sub.add_option("--seed", o->seed, "seed for the initial noise (Philox; same seed = same image everywhere)")
       ->check(Seed64());
   sub.add_option("--width", o->width, "image width in pixels (multiple of VAE factor x patch size)")
@@ -160,5 +218,6 @@ Runner setup(CLI::App& sub) {
 }
 
 }  // namespace
-QUILL_COMMAND(generate, "generate", "Make images with an SD3-class transformer + VAE from conditioning tensors", setup);
+QUILL_COMMAND(generate, "generate",
+              "Make images with an SD3 or FLUX.2 transformer + VAE from conditioning tensors", setup);
 }  // namespace quill::cli

@@ -1,0 +1,161 @@
+// The public ImageGenerator (include/quill/quill.h) for FLUX.2 transformers: the FLUX.2 engine,
+// AutoencoderKLFlux2 (with its BatchNorm latent statistics) and the klein pipeline. The sampling
+// mode comes from the diffusers pipeline folder around the transformer when there is one:
+// model_index.json's `is_distilled` and scheduler/scheduler_config.json.
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "api/image_model_registry.h"
+#include "core/thread_pool.h"
+#include "io/json_util.h"
+#include "pipeline/flux2_pipeline.h"
+#include "pipeline/image_postprocess.h"
+#include "runtime/device_select.h"
+
+namespace quill {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The pipeline folder holding the transformer: `<pipeline>/transformer/` (a folder, or a file in it).
+fs::path pipeline_folder_of(const std::string& transformer) {
+  std::error_code ec;
+  fs::path p = fs::absolute(fs::path(transformer), ec);
+  if (!fs::is_directory(p, ec)) p = p.parent_path();
+  return p.parent_path();
+}
+
+Result<nlohmann::json> read_json_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return io_error("cannot open").with_file(path.string());
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto j = parse_json_checked(text, path.filename().string());
+  if (!j) return j.take_status().with_file(path.string());
+  return std::move(*j);
+}
+
+class Flux2ImageGenerator final : public ImageGenerator {
+ public:
+  explicit Flux2ImageGenerator(int threads)
+      : pool_(std::make_unique<ThreadPool>(threads > 0 ? threads : default_thread_count())) {}
+
+  Status init(const OpenOptions& o, const std::string& architecture) {
+    QUILL_ASSIGN_OR_RETURN(device_, select_device(o.device));
+    QUILL_ASSIGN_OR_RETURN(engine_, open_engine<Flux2Transformer>(o.transformer, *pool_));
+    engine_->set_primary_backend(device_.gpu.get());
+    QUILL_ASSIGN_OR_RETURN(auto files, ModelFiles::open(o.vae));
+    QUILL_ASSIGN_OR_RETURN(vae_, AutoencoderKL::load(*files));
+    QUILL_ASSIGN_OR_RETURN(stats_, Flux2LatentStats::load(*files, vae_->config().latent_channels));
+    const Flux2Config& c = engine_->model().config();
+    if (4 * vae_->config().latent_channels != c.in_channels)
+      return invalid_argument("the VAE's ", vae_->config().latent_channels, " latent channels (", 4 * vae_->config().latent_channels,
+                              " after 2x2 patches) do not fit the transformer's in_channels ", c.in_channels)
+          .with_file(o.vae);
+    QUILL_RETURN_IF_ERROR(read_pipeline_settings(o.transformer));
+    info_.architecture = architecture;
+    info_.in_channels = c.in_channels;
+    info_.joint_attention_dim = c.joint_attention_dim;
+    info_.pooled_projection_dim = 0;
+    info_.vae_scale = vae_->config().downscale();
+    info_.patch_size = 2;
+    info_.latent_scale = 2 * info_.vae_scale;
+    info_.device = device_.description;
+    return Status::ok();
+  }
+
+  const Info& info() const override { return info_; }
+
+  Result<Output> generate(const Conditioning& cond, const Conditioning* negative, const Options& o) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cond.pooled_projections.empty() || (negative && !negative->pooled_projections.empty()))
+      return invalid_argument("FLUX.2 takes no pooled projections (only prompt embeddings)");
+    Flux2Conditioning c{cond.encoder_hidden_states, cond.batch, cond.text_len}, n;
+    if (negative) n = Flux2Conditioning{negative->encoder_hidden_states, negative->batch, negative->text_len};
+    Flux2GenerateRequest r;
+    r.height = o.height;
+    r.width = o.width;
+    r.cond = &c;
+    r.negative = negative ? &n : nullptr;
+    r.steps = o.steps > 0 ? o.steps : info_.default_steps;
+    r.guidance_scale = o.guidance_scale >= 0.0f ? o.guidance_scale : info_.default_guidance;
+    r.distilled = info_.guidance_distilled;
+    r.scheduler = scheduler_;
+    r.seed = o.seed;
+    r.initial_latents = o.initial_latents.empty() ? nullptr : &o.initial_latents;
+    r.tiling.enabled = o.tiled_decode;
+    Flux2GenerateTimings t;
+    StepControl control;
+    control.on_step = o.on_step;
+    control.cancel = o.cancel;
+    QUILL_ASSIGN_OR_RETURN(Tensor image, flux2_generate(*engine_, *vae_, stats_, r, &t, control));
+    Output out;
+    out.height = image.dim(2);
+    out.width = image.dim(3);
+    for (int64_t b = 0; b < image.dim(0); ++b)
+      out.rgb.push_back(image_to_u8(image.data_as<float>() + b * 3 * out.height * out.width, 3, out.height, out.width));
+    out.denoise_ms = t.denoise_ms;
+    out.decode_ms = t.decode_ms;
+    out.plan_builds = engine_->plan_stats().builds;
+    return out;
+  }
+
+  std::string op_counts() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return "transformer + VAE ops:\n" + engine_->ops().stats().to_string();
+  }
+
+ private:
+  // model_index.json (is_distilled) and scheduler/scheduler_config.json beside the transformer's
+  // folder; klein's defaults without them.
+  Status read_pipeline_settings(const std::string& transformer) {
+    const fs::path root = pipeline_folder_of(transformer);
+    std::error_code ec;
+    scheduler_ = flux2_klein_scheduler_config();
+    if (fs::is_regular_file(root / "scheduler" / "scheduler_config.json", ec)) {
+      QUILL_ASSIGN_OR_RETURN(auto j, read_json_file(root / "scheduler" / "scheduler_config.json"));
+      auto s = FlowMatchEulerConfig::from_json(j);
+      if (!s) return s.take_status().with_file((root / "scheduler" / "scheduler_config.json").string());
+      scheduler_ = *s;
+    }
+    const fs::path index = root / "model_index.json";
+    if (fs::is_regular_file(index, ec)) {
+      QUILL_ASSIGN_OR_RETURN(auto j, read_json_file(index));
+      if (auto it = j.find("is_distilled"); it != j.end() && it->is_boolean()) {
+        info_.guidance_distilled = it->get<bool>();
+        info_.defaults_source = index.string();
+        // Distilled klein: 4 steps without guidance (the model card); base: diffusers' call defaults.
+        info_.default_steps = info_.guidance_distilled ? 4 : 50;
+        info_.default_guidance = info_.guidance_distilled ? 1.0f : 4.0f;
+        return Status::ok();
+      }
+    }
+    // Unknown: the cheap distilled settings; a base model wants --steps 50 --cfg 4 and a negative.
+    info_.guidance_distilled = false;
+    info_.default_steps = 4;
+    info_.default_guidance = 1.0f;
+    info_.defaults_source = "no model_index.json beside the transformer: 4 steps, no guidance (klein distilled)";
+    return Status::ok();
+  }
+
+  mutable std::mutex mu_;
+  std::unique_ptr<ThreadPool> pool_;
+  DeviceSelection device_;
+  std::unique_ptr<Flux2Engine> engine_;
+  std::unique_ptr<AutoencoderKL> vae_;
+  Flux2LatentStats stats_;
+  FlowMatchEulerConfig scheduler_;
+  Info info_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ImageGenerator>> open_flux2_image_generator(const ImageGenerator::OpenOptions& options,
+                                                                   const std::string& architecture) {
+  auto g = std::make_unique<Flux2ImageGenerator>(options.threads);
+  QUILL_RETURN_IF_ERROR(g->init(options, architecture));
+  return std::unique_ptr<ImageGenerator>(std::move(g));
+}
+
+}  // namespace quill

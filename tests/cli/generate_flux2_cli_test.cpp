@@ -1,0 +1,111 @@
+// `quill generate` with a FLUX.2 transformer: the pipeline is picked from the detected
+// architecture, the mode (distilled or base) from the pipeline folder's model_index.json, and the
+// PNG agrees with diffusers' Flux2KleinPipeline image (tests/fixtures/flux2/pipeline_*).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "io/image.h"
+#include "io/io_test_util.h"
+#include "io/safetensors.h"
+#include "support/cli_run.h"
+#include "support/test_util.h"
+
+namespace quill {
+namespace {
+
+namespace fs = std::filesystem;
+using test::CliRun;
+using test::quill_cli;
+
+// A diffusers-style pipeline folder around the fixture models, distilled or not.
+std::string pipeline_folder(const testing::TempDir& dir, bool distilled) {
+  const std::string p = dir.file("klein");
+  fs::copy(test::fixture("flux2/pipeline_models"), p, fs::copy_options::recursive);
+  std::ofstream(p + "/model_index.json") << "{\"_class_name\": \"Flux2KleinPipeline\", \"is_distilled\": "
+                                         << (distilled ? "true" : "false") << "}\n";
+  return p;
+}
+
+// Pixels of `png` against diffusers' image [B, 3, H, W] in [0, 1], item `b`: max abs difference in 8-bit steps.
+int max_lsb_difference(const std::string& png, const std::string& expected_file, int64_t b) {
+  auto img = read_image(png);
+  EXPECT_TRUE(img.is_ok()) << img.status().to_string();
+  if (!img) return 255;
+  const Tensor ex = SafetensorsFile::open(expected_file).value()->tensor("image").value();
+  const auto v = ex.to_f32_vector();
+  const int64_t H = ex.dim(2), W = ex.dim(3);
+  EXPECT_EQ(img->height, H);
+  EXPECT_EQ(img->width, W);
+  int worst = 0;
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = 0; x < W; ++x) {
+        const float want = v[size_t(((b * 3 + c) * H + y) * W + x)] * 255.0f;
+        const int got = img->pixels[size_t((y * W + x) * 3 + c)];
+        worst = std::max(worst, int(std::ceil(std::fabs(float(got) - want) - 0.5f)));
+      }
+  return worst;
+}
+
+TEST(GenerateFlux2Cli, DistilledKleinMatchesDiffusersPixels) {
+  testing::TempDir dir;
+  const std::string p = pipeline_folder(dir, true);
+  const std::string f = test::fixture("flux2/pipeline_distilled");
+  CliRun r = quill_cli("generate --model '" + p + "/transformer' --vae '" + p + "/vae' --cond '" + f +
+                           "/cond.safetensors' --latents '" + f +
+                           "/latents.safetensors' --width 32 --height 32 --steps 3 --device cpu -o '" +
+                           dir.file("d.png") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("CFG off"), std::string::npos) << r.out;
+  for (int64_t b = 0; b < 2; ++b)
+    EXPECT_LE(max_lsb_difference(dir.file(b == 0 ? "d_0001.png" : "d_0002.png"), f + "/expected.safetensors", b), 1);
+}
+
+TEST(GenerateFlux2Cli, BaseKleinRunsGuidanceWithTheNegativeFromTheSameFile) {
+  testing::TempDir dir;
+  const std::string p = pipeline_folder(dir, false);
+  const std::string f = test::fixture("flux2/pipeline_base");
+  CliRun r = quill_cli("generate --model '" + p + "/transformer' --vae '" + p + "/vae' --cond '" + f +
+                           "/cond.safetensors' --latents '" + f +
+                           "/latents.safetensors' --width 48 --height 32 --steps 4 --cfg 3.5 --device cpu -o '" +
+                           dir.file("b.png") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("CFG on"), std::string::npos) << r.out;
+  EXPECT_LE(max_lsb_difference(dir.file("b.png"), f + "/expected.safetensors", 0), 1);
+}
+
+TEST(GenerateFlux2Cli, ModeDefaultsAndMisuseAreExplained) {
+  testing::TempDir dir;
+  const std::string p = pipeline_folder(dir, true);
+  const std::string cond = test::fixture("flux2/pipeline_distilled/cond.safetensors");
+  const std::string base = "generate --model '" + p + "/transformer' --vae '" + p + "/vae' --cond '" + cond +
+                           "' --height 32 --device cpu -o '" + dir.file("x.png") + "' ";
+  CliRun r = quill_cli(base + "--width 32 --cfg 4", dir);  // distilled: guidance ignored, with a warning
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("--cfg 4 is ignored: this model is guidance-distilled"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("(4 steps"), std::string::npos) << r.out;  // klein distilled default
+
+  r = quill_cli(base + "--width 32 --shift 3", dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--shift is SD3's static shift"), std::string::npos) << r.err;
+
+  r = quill_cli(base + "--width 30", dir);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("multiple of 4"), std::string::npos) << r.err;
+
+  // An SD3 VAE has no BatchNorm statistics: named, not a crash or a garbage image.
+  r = quill_cli("generate --model '" + p + "/transformer' --vae '" + test::fixture("pipeline/vae") + "' --cond '" +
+                    cond + "' --width 32 --height 32 --device cpu -o '" + dir.file("v.png") + "'",
+                dir);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("bn.running_mean"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.file("v.png")));
+}
+
+}  // namespace
+}  // namespace quill
