@@ -55,6 +55,16 @@ CASES = {
         batch=1, latent_hw=(3, 4), text_len=7, sigmas=[0.6], refs=[(2, 3)], guidance=[4.0],
         init_seed=3002, input_seed=4002,
     ),
+    "q128": dict(
+        description=("inner dim 128 (2 heads x 64), F 384: every block Linear has K % 128 == 0, so all 12 per "
+                     "double block and 2 per single block can be ternary (tq2_0_g128) or q8_0, as in Bonsai "
+                     "Image; weights stored in bf16, `sample` is the f32 forward of the bf16 values"),
+        config=dict(patch_size=1, in_channels=16, num_layers=1, num_single_layers=1, attention_head_dim=64,
+                    num_attention_heads=2, joint_attention_dim=128, timestep_guidance_channels=64,
+                    mlp_ratio=3.0, axes_dims_rope=(16, 16, 16, 16), rope_theta=2000, guidance_embeds=False),
+        batch=2, latent_hw=(4, 4), text_len=6, sigmas=[0.9, 0.5], refs=[], init_seed=3003, input_seed=4003,
+        bf16=True,
+    ),
 }
 
 
@@ -82,7 +92,11 @@ def make_case(name: str) -> None:
     model = Flux2Transformer2DModel(**cfg)
     reinit_parameters(model, case["init_seed"])
     model.eval()
-    model.save_pretrained(folder, safe_serialization=True)
+    if case.get("bf16"):
+        model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)
+        model = Flux2Transformer2DModel.from_pretrained(folder, torch_dtype=torch.float32).eval()
+    else:
+        model.save_pretrained(folder, safe_serialization=True)
 
     gen = torch.Generator(device="cpu").manual_seed(case["input_seed"])
     B, (h, w), L = case["batch"], case["latent_hw"], case["text_len"]
