@@ -19,12 +19,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The pipeline folder holding the transformer: `<pipeline>/transformer/` (a folder, or a file in it).
+// The pipeline folder around the transformer: `<pipeline>/transformer/` (the folder or a file in
+// it), or the folder of a single file (`<pipeline>/klein-tq2.gguf`), whichever has model_index.json.
 fs::path pipeline_folder_of(const std::string& transformer) {
   std::error_code ec;
-  fs::path p = fs::absolute(fs::path(transformer), ec);
-  if (!fs::is_directory(p, ec)) p = p.parent_path();
-  return p.parent_path();
+  const fs::path p = fs::absolute(fs::path(transformer), ec);
+  const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+  for (const fs::path& candidate : {dir.parent_path(), dir})
+    if (fs::is_regular_file(candidate / "model_index.json", ec)) return candidate;
+  return dir.parent_path();
 }
 
 Result<nlohmann::json> read_json_file(const fs::path& path) {

@@ -107,5 +107,29 @@ TEST(GenerateFlux2Cli, ModeDefaultsAndMisuseAreExplained) {
   EXPECT_FALSE(fs::exists(dir.file("v.png")));
 }
 
+TEST(GenerateFlux2Cli, TernaryGgufFromQuillQuantizeRuns) {
+  // flux2/q128 (in_channels 16 = 4 x the tiny VAE's 4 latent channels) quantized to tq2_0_g128 by
+  // the CLI, then a 3-step image from the GGUF, distilled mode from the model_index.json beside it.
+  testing::TempDir dir;
+  const std::string gguf = dir.file("klein-tq2.gguf");
+  CliRun q = quill_cli("quantize '" + test::fixture("flux2/q128") + "' '" + gguf + "' --type tq2_0_g128", dir);
+  ASSERT_EQ(q.code, 0) << q.err;
+  std::ofstream(dir.file("model_index.json")) << "{\"is_distilled\": true}\n";
+  std::vector<float> embeds(size_t(1 * 6 * 128));
+  for (size_t i = 0; i < embeds.size(); ++i) embeds[i] = float((i * 37) % 17) / 8.0f - 1.0f;
+  ASSERT_TRUE(write_safetensors(dir.file("cond.safetensors"),
+                                {{"prompt_embeds", Tensor(embeds.data(), DType::kF32, {1, 6, 128})}}, {})
+                  .is_ok());
+  CliRun r = quill_cli("generate --model '" + gguf + "' --vae '" + test::fixture("flux2/pipeline_models/vae") +
+                           "' --cond '" + dir.file("cond.safetensors") +
+                           "' --width 32 --height 32 --steps 3 --device cpu --diag -o '" + dir.file("t.png") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(3 steps"), std::string::npos) << r.out;
+  auto img = read_image(dir.file("t.png"));
+  ASSERT_TRUE(img.is_ok()) << img.status().to_string();
+  EXPECT_EQ(img->width, 32);
+}
+
 }  // namespace
 }  // namespace quill
