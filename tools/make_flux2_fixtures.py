@@ -275,6 +275,74 @@ def make_pipeline(name: str) -> None:
     print(f"flux2/{name}: image {tuple(image.shape)} mean {image.mean().item():.4f}")
 
 
+def to_bfl_names(sd: dict) -> dict:
+    """diffusers Flux2Transformer2DModel state dict -> Black Forest Labs' checkpoint names (the inverse
+    of diffusers' convert_flux2_transformer_checkpoint_to_diffusers): fused q/k/v per stream,
+    `.scale` for the q/k norms, final adaLN stored (shift, scale)."""
+    out = {}
+    rename = {"x_embedder": "img_in", "context_embedder": "txt_in",
+              "time_guidance_embed.timestep_embedder.linear_1": "time_in.in_layer",
+              "time_guidance_embed.timestep_embedder.linear_2": "time_in.out_layer",
+              "time_guidance_embed.guidance_embedder.linear_1": "guidance_in.in_layer",
+              "time_guidance_embed.guidance_embedder.linear_2": "guidance_in.out_layer",
+              "double_stream_modulation_img.linear": "double_stream_modulation_img.lin",
+              "double_stream_modulation_txt.linear": "double_stream_modulation_txt.lin",
+              "single_stream_modulation.linear": "single_stream_modulation.lin", "proj_out": "final_layer.linear"}
+    double = {"attn.norm_q.weight": "img_attn.norm.query_norm.scale",
+              "attn.norm_k.weight": "img_attn.norm.key_norm.scale", "attn.to_out.0.weight": "img_attn.proj.weight",
+              "ff.linear_in.weight": "img_mlp.0.weight", "ff.linear_out.weight": "img_mlp.2.weight",
+              "attn.norm_added_q.weight": "txt_attn.norm.query_norm.scale",
+              "attn.norm_added_k.weight": "txt_attn.norm.key_norm.scale",
+              "attn.to_add_out.weight": "txt_attn.proj.weight", "ff_context.linear_in.weight": "txt_mlp.0.weight",
+              "ff_context.linear_out.weight": "txt_mlp.2.weight"}
+    single = {"attn.to_qkv_mlp_proj.weight": "linear1.weight", "attn.to_out.weight": "linear2.weight",
+              "attn.norm_q.weight": "norm.query_norm.scale", "attn.norm_k.weight": "norm.key_norm.scale"}
+    for key, value in sd.items():
+        if key.startswith("transformer_blocks."):
+            _, n, rest = key.split(".", 2)
+            if rest.startswith(("attn.to_q.", "attn.to_k.", "attn.to_v.", "attn.add_q_proj.", "attn.add_k_proj.",
+                                "attn.add_v_proj.")):
+                continue  # fused below
+            out[f"double_blocks.{n}.{double[rest]}"] = value
+        elif key.startswith("single_transformer_blocks."):
+            _, n, rest = key.split(".", 2)
+            out[f"single_blocks.{n}.{single[rest]}"] = value
+        elif key == "norm_out.linear.weight":
+            scale, shift = value.chunk(2, dim=0)
+            out["final_layer.adaLN_modulation.1.weight"] = torch.cat([shift, scale], dim=0)
+        else:
+            stem, param = key.rsplit(".", 1)
+            out[f"{rename[stem]}.{param}"] = value
+    n_double = len({k.split(".")[1] for k in sd if k.startswith("transformer_blocks.")})
+    for n in range(n_double):
+        p = f"transformer_blocks.{n}.attn."
+        out[f"double_blocks.{n}.img_attn.qkv.weight"] = torch.cat(
+            [sd[p + "to_q.weight"], sd[p + "to_k.weight"], sd[p + "to_v.weight"]], dim=0)
+        out[f"double_blocks.{n}.txt_attn.qkv.weight"] = torch.cat(
+            [sd[p + "add_q_proj.weight"], sd[p + "add_k_proj.weight"], sd[p + "add_v_proj.weight"]], dim=0)
+    return out
+
+
+def make_bfl() -> None:
+    """double_single's model under BFL names, one file without config.json (as BFL ships them),
+    checked against diffusers' own converter before it is written."""
+    from diffusers.loaders.single_file_utils import convert_flux2_transformer_checkpoint_to_diffusers
+    from safetensors.torch import load_file
+    src = FIXTURES / "double_single"
+    sd = load_file(src / "diffusion_pytorch_model.safetensors")
+    bfl = to_bfl_names(sd)
+    back = convert_flux2_transformer_checkpoint_to_diffusers({k: v.clone() for k, v in bfl.items()})
+    assert set(back) == set(sd), sorted(set(back) ^ set(sd))
+    for k in sd:
+        assert torch.equal(back[k], sd[k]), k
+    folder = FIXTURES / "bfl"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    save_file({k: v.contiguous() for k, v in bfl.items()}, folder / "flux2-tiny-bfl.safetensors")
+    print(f"flux2/bfl: {len(bfl)} tensors, round trip through diffusers' converter exact")
+
+
 def make_mu_table() -> None:
     """diffusers' compute_empirical_mu at klein-relevant sizes (both branches) -> empirical_mu.json."""
     from diffusers.pipelines.flux2.pipeline_flux2_klein import compute_empirical_mu
@@ -284,7 +352,7 @@ def make_mu_table() -> None:
     print(f"flux2/empirical_mu.json: {len(rows)} values")
 
 
-ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu"]
+ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu", "bfl"]
 
 
 def main() -> None:
@@ -299,6 +367,8 @@ def main() -> None:
             make_vae()
         elif name == "mu":
             make_mu_table()
+        elif name == "bfl":
+            make_bfl()
         else:
             make_pipeline(name)
 

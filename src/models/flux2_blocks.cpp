@@ -8,10 +8,6 @@ namespace quill {
 
 namespace {
 
-Result<std::vector<float>> load_norm(const ModelFiles& f, const std::string& name, int64_t head_dim) {
-  return load_f32(f, name + ".weight", {head_dim});
-}
-
 // Copies `cols` floats of each of `rows` rows from src (row stride src_ld) to dst (row stride dst_ld).
 void copy_columns(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
@@ -20,36 +16,36 @@ void copy_columns(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, 
 
 }  // namespace
 
-Result<Flux2DoubleBlock> Flux2DoubleBlock::load(const ModelFiles& f, const std::string& p, int64_t D, int64_t Dh,
-                                                int64_t F) {
+Result<Flux2DoubleBlock> Flux2DoubleBlock::load(const Flux2WeightReader& r, const std::string& p, int64_t D,
+                                                int64_t Dh, int64_t F) {
   Flux2DoubleBlock b;
   const std::string a = p + ".attn.";
-  QUILL_ASSIGN_OR_RETURN(b.to_q, load_linear(f, a + "to_q", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.to_k, load_linear(f, a + "to_k", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.to_v, load_linear(f, a + "to_v", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.to_out, load_linear(f, a + "to_out.0", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.add_q_proj, load_linear(f, a + "add_q_proj", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.add_k_proj, load_linear(f, a + "add_k_proj", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.add_v_proj, load_linear(f, a + "add_v_proj", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.to_add_out, load_linear(f, a + "to_add_out", D, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.norm_q, load_norm(f, a + "norm_q", Dh));
-  QUILL_ASSIGN_OR_RETURN(b.norm_k, load_norm(f, a + "norm_k", Dh));
-  QUILL_ASSIGN_OR_RETURN(b.norm_added_q, load_norm(f, a + "norm_added_q", Dh));
-  QUILL_ASSIGN_OR_RETURN(b.norm_added_k, load_norm(f, a + "norm_added_k", Dh));
-  QUILL_ASSIGN_OR_RETURN(b.ff_in, load_linear(f, p + ".ff.linear_in", D, 2 * F, false));
-  QUILL_ASSIGN_OR_RETURN(b.ff_out, load_linear(f, p + ".ff.linear_out", F, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.ff_context_in, load_linear(f, p + ".ff_context.linear_in", D, 2 * F, false));
-  QUILL_ASSIGN_OR_RETURN(b.ff_context_out, load_linear(f, p + ".ff_context.linear_out", F, D, false));
+  QUILL_ASSIGN_OR_RETURN(b.to_q, r.linear(a + "to_q", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.to_k, r.linear(a + "to_k", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.to_v, r.linear(a + "to_v", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.to_out, r.linear(a + "to_out.0", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.add_q_proj, r.linear(a + "add_q_proj", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.add_k_proj, r.linear(a + "add_k_proj", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.add_v_proj, r.linear(a + "add_v_proj", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.to_add_out, r.linear(a + "to_add_out", D, D));
+  QUILL_ASSIGN_OR_RETURN(b.norm_q, r.norm(a + "norm_q", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.norm_k, r.norm(a + "norm_k", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.norm_added_q, r.norm(a + "norm_added_q", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.norm_added_k, r.norm(a + "norm_added_k", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.ff_in, r.linear(p + ".ff.linear_in", D, 2 * F));
+  QUILL_ASSIGN_OR_RETURN(b.ff_out, r.linear(p + ".ff.linear_out", F, D));
+  QUILL_ASSIGN_OR_RETURN(b.ff_context_in, r.linear(p + ".ff_context.linear_in", D, 2 * F));
+  QUILL_ASSIGN_OR_RETURN(b.ff_context_out, r.linear(p + ".ff_context.linear_out", F, D));
   return b;
 }
 
-Result<Flux2SingleBlock> Flux2SingleBlock::load(const ModelFiles& f, const std::string& p, int64_t D, int64_t Dh,
-                                                int64_t F) {
+Result<Flux2SingleBlock> Flux2SingleBlock::load(const Flux2WeightReader& r, const std::string& p, int64_t D,
+                                                int64_t Dh, int64_t F) {
   Flux2SingleBlock b;
-  QUILL_ASSIGN_OR_RETURN(b.to_qkv_mlp_proj, load_linear(f, p + ".attn.to_qkv_mlp_proj", D, 3 * D + 2 * F, false));
-  QUILL_ASSIGN_OR_RETURN(b.to_out, load_linear(f, p + ".attn.to_out", D + F, D, false));
-  QUILL_ASSIGN_OR_RETURN(b.norm_q, load_norm(f, p + ".attn.norm_q", Dh));
-  QUILL_ASSIGN_OR_RETURN(b.norm_k, load_norm(f, p + ".attn.norm_k", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.to_qkv_mlp_proj, r.linear(p + ".attn.to_qkv_mlp_proj", D, 3 * D + 2 * F));
+  QUILL_ASSIGN_OR_RETURN(b.to_out, r.linear(p + ".attn.to_out", D + F, D));
+  QUILL_ASSIGN_OR_RETURN(b.norm_q, r.norm(p + ".attn.norm_q", Dh));
+  QUILL_ASSIGN_OR_RETURN(b.norm_k, r.norm(p + ".attn.norm_k", Dh));
   return b;
 }
 

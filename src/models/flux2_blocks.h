@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/flux2_weight_names.h"
 #include "models/weights.h"
 #include "runtime/dispatcher.h"
 
@@ -22,8 +23,8 @@ struct Flux2DoubleBlock {
   std::vector<float> norm_added_q, norm_added_k;
   Linear ff_in, ff_out, ff_context_in, ff_context_out;  // ff.linear_in [2F, D], ff.linear_out [D, F]
 
-  static Result<Flux2DoubleBlock> load(const ModelFiles& f, const std::string& prefix, int64_t D, int64_t head_dim,
-                                       int64_t F);
+  static Result<Flux2DoubleBlock> load(const Flux2WeightReader& r, const std::string& prefix, int64_t D,
+                                       int64_t head_dim, int64_t F);
 };
 
 struct Flux2SingleBlock {
@@ -31,8 +32,8 @@ struct Flux2SingleBlock {
   Linear to_out;                     // attn.to_out [D, D + F]
   std::vector<float> norm_q, norm_k;  // [head_dim]
 
-  static Result<Flux2SingleBlock> load(const ModelFiles& f, const std::string& prefix, int64_t D, int64_t head_dim,
-                                       int64_t F);
+  static Result<Flux2SingleBlock> load(const Flux2WeightReader& r, const std::string& prefix, int64_t D,
+                                       int64_t head_dim, int64_t F);
 };
 
 // Shapes of one forward: B batch, N image tokens, T text tokens (the joint sequence is [text,

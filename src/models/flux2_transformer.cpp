@@ -104,40 +104,43 @@ void flux2_rope_table(const float* ids, int64_t tokens, const std::vector<int64_
 Result<std::unique_ptr<Flux2Transformer>> Flux2Transformer::load(std::shared_ptr<ModelFiles> files) {
   std::unique_ptr<Flux2Transformer> m(new Flux2Transformer());
   m->files_ = files;
-  if (!files->has_config())
+  const Flux2WeightReader r(*files);
+  if (files->has_config()) {
+    QUILL_ASSIGN_OR_RETURN(m->cfg_, Flux2Config::from_json(files->config(), files->config_path()));
+  } else if (r.bfl_names()) {
+    QUILL_ASSIGN_OR_RETURN(nlohmann::json inferred, r.infer_config());
+    QUILL_ASSIGN_OR_RETURN(m->cfg_, Flux2Config::from_json(inferred, files->path() + " (config inferred from shapes)"));
+  } else {
     return not_found("the FLUX.2 transformer has no config.json (expected beside its weights, or in a GGUF's "
                      "metadata)")
         .with_file(files->path());
-  QUILL_ASSIGN_OR_RETURN(m->cfg_, Flux2Config::from_json(files->config(), files->config_path()));
+  }
+  m->norm_out_shift_first_ = r.norm_out_shift_first();
   const Flux2Config& c = m->cfg_;
-  const ModelFiles& f = *files;
   const int64_t D = c.inner_dim(), F = c.mlp_hidden(), C = c.timestep_guidance_channels, p = c.patch_size;
   const std::string te = "time_guidance_embed.";
-  QUILL_ASSIGN_OR_RETURN(m->timestep_linear_1, load_linear(f, te + "timestep_embedder.linear_1", C, D, false));
-  QUILL_ASSIGN_OR_RETURN(m->timestep_linear_2, load_linear(f, te + "timestep_embedder.linear_2", D, D, false));
+  QUILL_ASSIGN_OR_RETURN(m->timestep_linear_1, r.linear(te + "timestep_embedder.linear_1", C, D));
+  QUILL_ASSIGN_OR_RETURN(m->timestep_linear_2, r.linear(te + "timestep_embedder.linear_2", D, D));
   if (c.guidance_embeds) {
-    QUILL_ASSIGN_OR_RETURN(m->guidance_linear_1, load_linear(f, te + "guidance_embedder.linear_1", C, D, false));
-    QUILL_ASSIGN_OR_RETURN(m->guidance_linear_2, load_linear(f, te + "guidance_embedder.linear_2", D, D, false));
+    QUILL_ASSIGN_OR_RETURN(m->guidance_linear_1, r.linear(te + "guidance_embedder.linear_1", C, D));
+    QUILL_ASSIGN_OR_RETURN(m->guidance_linear_2, r.linear(te + "guidance_embedder.linear_2", D, D));
   }
-  QUILL_ASSIGN_OR_RETURN(m->double_stream_modulation_img,
-                         load_linear(f, "double_stream_modulation_img.linear", D, 6 * D, false));
-  QUILL_ASSIGN_OR_RETURN(m->double_stream_modulation_txt,
-                         load_linear(f, "double_stream_modulation_txt.linear", D, 6 * D, false));
-  QUILL_ASSIGN_OR_RETURN(m->single_stream_modulation,
-                         load_linear(f, "single_stream_modulation.linear", D, 3 * D, false));
-  QUILL_ASSIGN_OR_RETURN(m->x_embedder, load_linear(f, "x_embedder", c.in_channels, D, false));
-  QUILL_ASSIGN_OR_RETURN(m->context_embedder, load_linear(f, "context_embedder", c.joint_attention_dim, D, false));
-  QUILL_ASSIGN_OR_RETURN(m->norm_out, load_linear(f, "norm_out.linear", D, 2 * D, false));
-  QUILL_ASSIGN_OR_RETURN(m->proj_out, load_linear(f, "proj_out", D, p * p * c.out_channels, false));
+  QUILL_ASSIGN_OR_RETURN(m->double_stream_modulation_img, r.linear("double_stream_modulation_img.linear", D, 6 * D));
+  QUILL_ASSIGN_OR_RETURN(m->double_stream_modulation_txt, r.linear("double_stream_modulation_txt.linear", D, 6 * D));
+  QUILL_ASSIGN_OR_RETURN(m->single_stream_modulation, r.linear("single_stream_modulation.linear", D, 3 * D));
+  QUILL_ASSIGN_OR_RETURN(m->x_embedder, r.linear("x_embedder", c.in_channels, D));
+  QUILL_ASSIGN_OR_RETURN(m->context_embedder, r.linear("context_embedder", c.joint_attention_dim, D));
+  QUILL_ASSIGN_OR_RETURN(m->norm_out, r.linear("norm_out.linear", D, 2 * D));
+  QUILL_ASSIGN_OR_RETURN(m->proj_out, r.linear("proj_out", D, p * p * c.out_channels));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     QUILL_ASSIGN_OR_RETURN(Flux2DoubleBlock blk,
-                           Flux2DoubleBlock::load(f, str_cat("transformer_blocks.", i), D, c.attention_head_dim, F));
+                           Flux2DoubleBlock::load(r, str_cat("transformer_blocks.", i), D, c.attention_head_dim, F));
     m->transformer_blocks.push_back(std::move(blk));
   }
   for (int64_t i = 0; i < c.num_single_layers; ++i) {
     QUILL_ASSIGN_OR_RETURN(
         Flux2SingleBlock blk,
-        Flux2SingleBlock::load(f, str_cat("single_transformer_blocks.", i), D, c.attention_head_dim, F));
+        Flux2SingleBlock::load(r, str_cat("single_transformer_blocks.", i), D, c.attention_head_dim, F));
     m->single_transformer_blocks.push_back(std::move(blk));
   }
   return m;
@@ -266,11 +269,13 @@ Status Flux2Transformer::forward(const Flux2Bucket& b, const Flux2Inputs& in, fl
   for (const auto& blk : single_transformer_blocks)
     QUILL_RETURN_IF_ERROR(run_flux2_single_block(blk, shape, k, w.mod_single, ops));
 
-  // The image tokens through norm_out (scale first, then shift) and proj_out.
+  // The image tokens through norm_out (diffusers: scale first, then shift; BFL: the other way) and proj_out.
   for (int64_t n = 0; n < B; ++n) {
     const float* mod = w.mod_out + n * 2 * D;
+    const float* shift = norm_out_shift_first_ ? mod : mod + D;
+    const float* scale = norm_out_shift_first_ ? mod + D : mod;
     QUILL_RETURN_IF_ERROR(
-        ops.layer_norm_modulate(k.h + n * S * D + T * D, k.nx + n * N * D, 1, N, D, cfg_.eps, mod + D, mod, 2 * D));
+        ops.layer_norm_modulate(k.h + n * S * D + T * D, k.nx + n * N * D, 1, N, D, cfg_.eps, shift, scale, 2 * D));
   }
   return ops.linear(k.nx, B * N, proj_out.weight, nullptr, sample);
 }

@@ -85,6 +85,7 @@ class Flux2Transformer {
   Linear guidance_linear_1, guidance_linear_2;  // time_guidance_embed.guidance_embedder (guidance_embeds)
   Linear double_stream_modulation_img, double_stream_modulation_txt, single_stream_modulation;  // .linear
   Linear x_embedder, context_embedder, norm_out, proj_out;  // norm_out.linear
+  bool norm_out_shift_first_ = false;                        // BFL checkpoints store (shift, scale)
   std::vector<Flux2DoubleBlock> transformer_blocks;
   std::vector<Flux2SingleBlock> single_transformer_blocks;
 };

@@ -2,6 +2,18 @@
 
 namespace quill {
 
+Result<Tensor> weight_rows(const Tensor& w, int64_t begin, int64_t end) {
+  if (w.rank() != 2 || begin < 0 || begin > end || end > w.dim(0) || !w.is_contiguous())
+    return invalid_argument("rows [", begin, ", ", end, ") of ", w.describe());
+  const auto row_bytes = dtype_bytes_for(w.dtype(), w.dim(1));
+  if (!row_bytes) return invalid_argument("rows of ", w.describe(), ": the row length does not fit its blocks");
+  Tensor t(static_cast<uint8_t*>(w.data()) + begin * *row_bytes, w.dtype(), Shape{end - begin, w.dim(1)}, w.device(),
+           w.owner());
+  if (const float* s = w.row_scale())
+    t = t.with_row_scale(std::make_shared<const std::vector<float>>(s + begin, s + end));
+  return t;
+}
+
 Result<Linear> load_linear(const ModelFiles& files, const std::string& prefix, int64_t in, int64_t out, bool bias,
                            bool flatten_conv) {
   Linear l;

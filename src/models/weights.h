@@ -24,6 +24,10 @@ struct Linear {
 Result<Linear> load_linear(const ModelFiles& files, const std::string& prefix, int64_t in, int64_t out, bool bias,
                            bool flatten_conv = false);
 
+// Rows [begin, end) of a 2-D weight [N, K] as a zero-copy view, for any dtype (quantized rows
+// are whole blocks): a fused projection's parts as separate Linears.
+Result<Tensor> weight_rows(const Tensor& w, int64_t begin, int64_t end);
+
 // Reads any float tensor of the given shape as f32.
 Result<std::vector<float>> load_f32(const ModelFiles& files, const std::string& name, const Shape& shape);
 

@@ -5,7 +5,8 @@
 // Default policy for a target block type T (tq2_0_g128, q8_0), fp8_e4m3 (per-row scale) or half
 // type (bf16, f16):
 //   - 2-D `.weight` tensors inside the transformer blocks (names containing
-//     "transformer_blocks.<i>." or "single_transformer_blocks.<i>.") become T; when their input
+//     "transformer_blocks.<i>.", "single_transformer_blocks.<i>.", BFL "double_blocks.<i>." /
+//     "single_blocks.<i>.") become T; when their input
 //     dimension K is not a multiple of T's block they become bf16 instead (the reason says so);
 //   - every other tensor of rank >= 2 (patch/position/time/text embeddings, the final norm_out
 //     and proj_out) becomes bf16: they are small, run once per token, and dominate the error

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "models/flux2_transformer.h"
 #include "runtime/engine.h"
@@ -86,6 +87,37 @@ TEST(Flux2Parity, EveryInputMatters) {
   EXPECT_GT(changed(l.txt_ids), 1e-6);
   EXPECT_GT(changed(l.img_ids), 1e-6);
   EXPECT_GT(changed(l.g), 1e-6);
+}
+
+// A Black Forest Labs checkpoint (fused q/k/v, `.scale` norms, final adaLN as (shift, scale), no
+// config.json) of the double_single model: the config is inferred from the shapes and the
+// forward is diffusers' output for that model, with and without ComfyUI's "model.diffusion_model."
+// prefix.
+TEST(Flux2Parity, BflCheckpointWithoutConfigMatchesDiffusers) {
+  ThreadPool pool(2);
+  Loaded ref = load_case("double_single", pool);
+  ASSERT_TRUE(ref.engine);
+  testing::TempDir dir;
+  const std::string bfl = test::fixture("flux2/bfl/flux2-tiny-bfl.safetensors");
+  auto src = SafetensorsFile::open(bfl).value();
+  std::vector<std::pair<std::string, Tensor>> prefixed;
+  for (const auto& t : src->tensors()) prefixed.emplace_back("model.diffusion_model." + t.name, src->tensor(t.name).value());
+  const std::string prefixed_path = dir.file("prefixed.safetensors");
+  ASSERT_TRUE(write_safetensors(prefixed_path, prefixed, {}).is_ok());
+  for (const std::string& path : {bfl, prefixed_path}) {
+    auto engine = open_engine<Flux2Transformer>(path, pool);
+    ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+    const Flux2Config& c = (*engine)->model().config();
+    EXPECT_EQ(c.num_layers, 2);
+    EXPECT_EQ(c.num_single_layers, 3);
+    EXPECT_EQ(c.num_attention_heads, 2);
+    EXPECT_EQ(c.mlp_hidden(), 96);
+    EXPECT_FALSE(c.guidance_embeds);
+    std::vector<float> out(ref.expected.size(), NAN);
+    Status st = (*engine)->forward(ref.bucket, ref.inputs(), out.data());
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_LE(test::rel_l2(out, ref.expected), 1e-4) << path;
+  }
 }
 
 TEST(Flux2Config, RejectsInconsistentConfigs) {

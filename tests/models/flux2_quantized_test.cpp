@@ -76,6 +76,37 @@ TEST(Flux2Quantized, DefaultPolicyQuantizesExactlyTheBlockMatmuls) {
   EXPECT_EQ(ternary, 12 * c.num_layers + 2 * c.num_single_layers);
 }
 
+TEST(Flux2Quantized, BflCheckpointQuantizesItsBlocksAndRuns) {
+  // BFL names (double_blocks / single_blocks, fused qkv): the block matmuls become q8_0 (K = 32
+  // fits q8_0's blocks), and the GGUF runs with its config inferred from the shapes again.
+  auto files = ModelFiles::open(test::fixture("flux2/bfl/flux2-tiny-bfl.safetensors")).value();
+  const auto plan = quant::plan_quantization(*files, DType::kQ8_0, {});
+  int64_t quantized = 0;
+  for (const auto& p : plan) {
+    const bool block = p.name.rfind("double_blocks.", 0) == 0 || p.name.rfind("single_blocks.", 0) == 0;
+    if (block && p.shape.rank() == 2) EXPECT_EQ(p.to, DType::kQ8_0) << p.name << ": " << p.reason;
+    quantized += p.to == DType::kQ8_0;
+  }
+  EXPECT_EQ(quantized, 8 * 2 + 2 * 3);  // 8 per double block (2 fused qkv), 2 per single block
+  testing::TempDir dir;
+  const std::string out = dir.file("bfl-q8.gguf");
+  ASSERT_TRUE(quant::quantize_model(*files, plan, DType::kQ8_0, "", out, nullptr).is_ok());
+  ThreadPool pool(2);
+  auto engine = open_engine<Flux2Transformer>(out, pool);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string ref = test::fixture("flux2/double_single");
+  auto in = SafetensorsFile::open(ref + "/inputs.safetensors").value();
+  const auto hs = in->tensor("hidden_states").value(), ehs = in->tensor("encoder_hidden_states").value();
+  const auto hv = hs.to_f32_vector(), ev = ehs.to_f32_vector(), tv = in->tensor("timestep").value().to_f32_vector(),
+             iv = in->tensor("img_ids").value().to_f32_vector(), xv = in->tensor("txt_ids").value().to_f32_vector();
+  const auto expected = SafetensorsFile::open(ref + "/expected.safetensors").value()->tensor("sample").value().to_f32_vector();
+  std::vector<float> got(expected.size(), NAN);
+  ASSERT_TRUE((*engine)->forward({hs.dim(0), hs.dim(1), ehs.dim(1)},
+                                 Flux2Inputs{hv.data(), ev.data(), tv.data(), nullptr, iv.data(), xv.data()}, got.data())
+                  .is_ok());
+  EXPECT_GE(test::cosine(got, expected), 0.999);
+}
+
 TEST(Flux2Quantized, ExactTernaryEqualsDequantizedF32AndA8IsClose) {
   ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
   testing::TempDir dir;
