@@ -12,6 +12,7 @@
 #include "io/gguf.h"
 #include "io/json_util.h"
 #include "io/shape_check.h"
+#include "quant/foreign_blocks.h"
 
 namespace quill {
 
@@ -150,12 +151,14 @@ class GgufReaderImpl {
     }
     QUILL_RETURN_IF_ERROR(read(&t->ggml_type, "tensor type"));
     QUILL_RETURN_IF_ERROR(read(&t->offset, "tensor offset"));
+    t->shape = Shape(dims);
+    QUILL_RETURN_IF_ERROR(classify_two_bit_type(t));
+    if (t->foreign >= 0) return Status::ok();
     auto dtype = dtype_for_gguf_type(t->ggml_type);
     if (!dtype)
       return unsupported("ggml type ", t->ggml_type, " (", ggml_type_name(t->ggml_type), ") is not supported by Quill")
           .with_expected_found("f32, f16, bf16, f64, q8_0, i8..i64 or tq2_0_g128", ggml_type_name(t->ggml_type));
     t->dtype = *dtype;
-    t->shape = Shape(dims);
     const int64_t numel = untrusted_numel(t->shape);
     if (numel < 0) return invalid_file("element count of shape ", t->shape.to_string(), " overflows");
     const int64_t block = dtype_traits(t->dtype).block_size;
@@ -168,11 +171,71 @@ class GgufReaderImpl {
     return Status::ok();
   }
 
+  // Ids other writers use for 1- and 2-bit blocks (docs/FORMATS.md): 41 ggml Q1_0, 142 PrismML
+  // PQ2_0 (read by conversion), 143 PrismML PTQ1_0 (refused), and 42, which is Quill's (and
+  // oxibonsai's) tq2_0_g128 but upstream ggml's Q2_0 (group 64): rows that are not whole 128-blocks
+  // settle it here, the data extent after all tensors are read (resolve_id_42).
+  Status classify_two_bit_type(GgufTensorInfo* t) {
+    using quant::ForeignBlocks;
+    const int64_t K = t->ne.empty() ? 1 : int64_t(t->ne[0]);
+    std::optional<ForeignBlocks> kind;
+    if (t->ggml_type == 143)
+      return unsupported("ggml type 143 (PrismML PTQ1_0): its block layout has no published specification Quill "
+                         "could verify, so it is not read (convert the model to tq2_0_g128 or q8_0 first)");
+    if (t->ggml_type == 41) kind = ForeignBlocks::kGgmlQ1_0;
+    if (t->ggml_type == 142) kind = ForeignBlocks::kPrismPQ2_0;
+    if (t->ggml_type == 42 && K % 128 != 0 && K % 64 == 0) kind = ForeignBlocks::kGgmlQ2_0;
+    if (!kind) return Status::ok();
+    const quant::ForeignBlockInfo info = quant::foreign_block_info(*kind);
+    if (K % info.block_size != 0)
+      return invalid_file("row length is not a multiple of the ", info.name, " block size")
+          .with_expected_found(str_cat("multiple of ", info.block_size), str_cat(K));
+    const int64_t numel = untrusted_numel(t->shape);
+    if (numel < 0) return invalid_file("element count of shape ", t->shape.to_string(), " overflows");
+    const auto bytes = quant::foreign_bytes(*kind, numel);
+    if (!bytes) return invalid_file("byte size of shape ", t->shape.to_string(), " overflows");
+    t->foreign = int(*kind);
+    t->nbytes = uint64_t(*bytes);
+    t->dtype = *kind == ForeignBlocks::kGgmlQ2_0 ? DType::kQ8_0 : DType::kTQ2_0_G128;  // PQ2_0: settled on scan
+    return Status::ok();
+  }
+
   Result<std::shared_ptr<GgufFile>> parse(FileBytes bytes);
 
  private:
   ByteReader r_;
 };
+
+namespace {
+
+// Id 42 with whole 128-blocks: Quill's tq2_0_g128 (34 bytes per 128) or upstream Q2_0 (18 per 64,
+// 6 % more). A file Quill wrote says so (quill.quantize.type); otherwise the room each tensor has
+// up to the next one decides, and a tensor too small to tell the two apart is refused.
+Status resolve_id_42(GgufFile& f, std::vector<GgufTensorInfo>& infos, uint64_t data_end) {
+  if (f.find(kGgufTq2LayoutKey) || f.find("quill.quantize.type")) return Status::ok();
+  std::vector<GgufTensorInfo*> order;
+  for (auto& t : infos) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+  for (size_t i = 0; i < order.size(); ++i) {
+    GgufTensorInfo& t = *order[i];
+    if (t.ggml_type != 42 || t.foreign >= 0) continue;
+    const uint64_t room = (i + 1 < order.size() ? order[i + 1]->offset : data_end) - t.offset;
+    const int64_t numel = t.shape.numel();
+    const uint64_t q2 = uint64_t(*quant::foreign_bytes(quant::ForeignBlocks::kGgmlQ2_0, numel));
+    if (room < q2) continue;  // only the 128-block layout fits
+    if (q2 < t.nbytes + f.alignment())
+      return invalid_file("ggml type 42 is Quill's tq2_0_g128 but upstream ggml's Q2_0; this tensor is too small "
+                          "to tell them apart by size and the file does not say which (no ", kGgufTq2LayoutKey, ")")
+          .with_tensor(t.name);
+    t.foreign = int(quant::ForeignBlocks::kGgmlQ2_0);
+    t.nbytes = q2;
+    t.dtype = DType::kQ8_0;
+    log_info("gguf: tensor '", t.name, "' (type 42) has the size of upstream ggml Q2_0 (group 64); read as such");
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
   auto f = std::shared_ptr<GgufFile>(new GgufFile());
@@ -265,6 +328,13 @@ Result<std::shared_ptr<GgufFile>> GgufReaderImpl::parse(FileBytes bytes) {
               t.offset > data_size ? str_cat("offset ", t.offset) : str_cat("end ", t.offset + t.nbytes));
     t.offset += f->data_offset_;
   }
+  if (Status st = resolve_id_42(*f, f->infos_, bytes.size); !st.is_ok()) return st.with_file(path);
+  for (auto& t : f->infos_) {
+    if (t.offset + t.nbytes > bytes.size)
+      return invalid_file("tensor data lies outside the file (truncated?)").with_file(path).with_tensor(t.name);
+    if (t.foreign == int(quant::ForeignBlocks::kPrismPQ2_0))
+      t.dtype = quant::foreign_target(quant::ForeignBlocks::kPrismPQ2_0, bytes.data + t.offset, t.shape.numel());
+  }
 
   std::vector<const GgufTensorInfo*> order;
   for (const auto& t : f->infos_)
@@ -313,6 +383,11 @@ Result<Tensor> GgufFile::tensor(const std::string& name) const {
   const GgufTensorInfo* t = find_tensor(name);
   if (!t) return not_found("no such tensor").with_file(path()).with_tensor(name);
   const uint8_t* p = bytes_.data + t->offset;
+  if (t->foreign >= 0) {
+    auto converted = quant::convert_foreign_blocks(quant::ForeignBlocks(t->foreign), p, t->shape);
+    if (!converted) return converted.take_status().with_file(path()).with_tensor(name);
+    return std::move(*converted);
+  }
   if (reinterpret_cast<uintptr_t>(p) % view_alignment(t->dtype) == 0)
     return Tensor(const_cast<uint8_t*>(p), t->dtype, t->shape, Device::kCPU, bytes_.owner);
   log_debug("gguf: tensor '", name, "' in ", path(), " is not aligned to its element size; copying it");

@@ -107,6 +107,10 @@ class GgufValue {
 };
 
 // ---- reader ----
+// Metadata the writer adds to any file with tq2_0_g128 tensors: ggml type 42 is also upstream
+// ggml's Q2_0, and this key tells readers which one the file holds.
+inline constexpr const char* kGgufTq2LayoutKey = "quill.tq2_0_g128.layout";
+
 struct GgufTensorInfo {
   std::string name;
   uint32_t ggml_type = 0;
@@ -114,7 +118,10 @@ struct GgufTensorInfo {
   std::vector<uint64_t> ne;  // as stored: innermost first
   Shape shape;               // Quill order: outermost first
   uint64_t offset = 0;       // absolute byte offset in the file
-  uint64_t nbytes = 0;
+  uint64_t nbytes = 0;       // as stored
+  // >= 0: a quant::ForeignBlocks layout (another writer's 1-/2-bit type) converted on read into
+  // `dtype` (src/quant/foreign_blocks.h); -1: stored as `dtype`.
+  int foreign = -1;
 };
 
 class GgufFile {

@@ -30,8 +30,9 @@ constexpr GgmlType kGgmlTypes[] = {
     {23, "iq4_xs", std::nullopt},    {24, "i8", DType::kI8},        {25, "i16", DType::kI16},
     {26, "i32", DType::kI32},        {27, "i64", DType::kI64},      {28, "f64", DType::kF64},
     {29, "iq1_m", std::nullopt},     {30, "bf16", DType::kBF16},    {34, "tq1_0", std::nullopt},
-    {35, "tq2_0", std::nullopt},     {39, "mxfp4", std::nullopt},   {42, "tq2_0_g128", DType::kTQ2_0_G128},
-    {43, "f8_e4m3", DType::kF8E4M3},
+    {35, "tq2_0", std::nullopt},     {39, "mxfp4", std::nullopt},   {41, "q1_0", std::nullopt},
+    {42, "tq2_0_g128", DType::kTQ2_0_G128},                         {43, "f8_e4m3", DType::kF8E4M3},
+    {142, "pq2_0", std::nullopt},    {143, "ptq1_0", std::nullopt},
 };
 
 const GgmlType* find_ggml_type(uint32_t id) {

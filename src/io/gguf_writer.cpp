@@ -65,6 +65,13 @@ Status GgufWriter::add_tensor(const std::string& name, const Tensor& t) {
         .with_tensor(name)
         .with_expected_found(str_cat("multiple of ", block), t.shape().to_string());
   tensors_.emplace_back(name, t);
+  if (t.dtype() == DType::kTQ2_0_G128) {
+    bool marked = false;
+    for (const auto& kv : kvs_) marked |= kv.first == kGgufTq2LayoutKey;
+    if (!marked)
+      kvs_.emplace_back(kGgufTq2LayoutKey, GgufValue::string("128 weights per 34-byte block: u8 qs[32] (2-bit codes, "
+                                                             "LSB first; 0 = -1, 1 = 0, 2 = +1) then f16 d"));
+  }
   return Status::ok();
 }
 

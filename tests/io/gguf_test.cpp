@@ -154,8 +154,10 @@ void round_trip(uint32_t alignment) {
   const GgufFile& f = **g;
   EXPECT_EQ(f.version(), 3u);
   EXPECT_EQ(f.alignment(), alignment);
-  const size_t extra = alignment == kGgufDefaultAlignment ? 0 : 1;  // general.alignment added first
-  ASSERT_EQ(f.metadata().size(), kvs.size() + extra);
+  // general.alignment added first; the tq2_0_g128 layout key last, with the first ternary tensor.
+  const size_t extra = alignment == kGgufDefaultAlignment ? 0 : 1;
+  ASSERT_EQ(f.metadata().size(), kvs.size() + extra + 1);
+  EXPECT_EQ(f.metadata().back().first, kGgufTq2LayoutKey);
   if (extra) {
     EXPECT_EQ(f.find("general.alignment")->as_uint(), alignment);
   }
