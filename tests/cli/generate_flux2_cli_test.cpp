@@ -131,5 +131,23 @@ TEST(GenerateFlux2Cli, TernaryGgufFromQuillQuantizeRuns) {
   EXPECT_EQ(img->width, 32);
 }
 
+TEST(GenerateFlux2Cli, ForwardRunsFlux2ByArchitecture) {
+  testing::TempDir dir;
+  const std::string f = test::fixture("flux2/reference");
+  CliRun r = quill_cli("forward --model '" + f + "' --inputs '" + f + "/inputs.safetensors' --device cpu -o '" +
+                           dir.file("o.safetensors") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto got = SafetensorsFile::open(dir.file("o.safetensors")).value()->tensor("sample").value().to_f32_vector();
+  const auto want = SafetensorsFile::open(f + "/expected.safetensors").value()->tensor("sample").value().to_f32_vector();
+  EXPECT_LE(test::rel_l2(got, want), 1e-4);
+  // Missing ids are named, with what the file should hold.
+  CliRun bad = quill_cli("forward --model '" + f + "' --inputs '" + test::fixture("flux2/pipeline_distilled/cond.safetensors") +
+                             "' --device cpu -o '" + dir.file("x.safetensors") + "'",
+                         dir);
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("img_ids [N,4]"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace quill
