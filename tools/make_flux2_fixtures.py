@@ -343,6 +343,70 @@ def make_bfl() -> None:
     print(f"flux2/bfl: {len(bfl)} tensors, round trip through diffusers' converter exact")
 
 
+BONSAI_MATMULS = ("attn.to_q", "attn.to_k", "attn.to_v", "attn.add_q_proj", "attn.add_k_proj", "attn.add_v_proj",
+                  "attn.to_add_out", "attn.to_out.0", "ff.linear_in", "ff.linear_out", "ff_context.linear_in",
+                  "ff_context.linear_out", "attn.to_qkv_mlp_proj", "attn.to_out")
+
+
+def gemlite_ternary(w: torch.Tensor, group: int = 128) -> dict:
+    """A weight [out, in] as Bonsai Image stores it (GemLite int2, see tools/convert_bonsai.py):
+    absmean ternary codes per group of `group` inputs, packed 4 to a byte over the input rows."""
+    out, k = w.shape
+    g = w.float().reshape(out, k // group, group)
+    scale = g.abs().mean(dim=2).to(torch.float16)  # [out, groups]
+    codes = (g / scale.float().clamp_min(1e-12).unsqueeze(2)).round().clamp(-1, 1).to(torch.int64) + 1
+    codes = codes.reshape(out, k).T.contiguous()  # [in, out]
+    wq = torch.zeros((k // 4, out), dtype=torch.int64)
+    for s in range(4):
+        wq |= codes[s::4] << (2 * s)
+    return {"W_q": wq.to(torch.uint8), "scales": scale.T.contiguous(), "zeros": (-scale.T).contiguous(),
+            "orig_shape": torch.tensor([out, k])}
+
+
+def make_bonsai() -> None:
+    """flux2/q128's model in Bonsai Image's GemLite int2 layout (synthetic: absmean ternary of its
+    weights), converted by tools/convert_bonsai.py; `sample` is diffusers' forward of the dense
+    model holding exactly the decoded ternary weights, on q128's inputs."""
+    import tempfile
+    from safetensors.torch import load_file
+    import convert_bonsai
+
+    src = FIXTURES / "q128"
+    cfg = json.loads((src / "config.json").read_text())
+    model = Flux2Transformer2DModel.from_pretrained(src, torch_dtype=torch.float32).eval()
+    sd = {k: v.clone() for k, v in model.state_dict().items()}
+    gem, dense = {}, {}
+    for name, w in sd.items():
+        module = name[: -len(".weight")]
+        if name.endswith(".weight") and "transformer_blocks." in name and module.split(".", 2)[2] in BONSAI_MATMULS:
+            q = gemlite_ternary(w)
+            gem.update({f"{module}.{k}": v for k, v in q.items()})
+            k = w.shape[1]
+            codes = torch.stack([(q["W_q"].to(torch.int64) >> (2 * s)) & 3 for s in range(4)], 1).reshape(k, -1)
+            dense[name] = ((codes - 1).float() * q["scales"].float().repeat_interleave(128, 0)).T.contiguous()
+        else:
+            gem[name] = w.to(torch.bfloat16)
+            dense[name] = w.to(torch.bfloat16).float()
+    folder = FIXTURES / "bonsai"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.save(gem, Path(tmp) / "state_dict.pt")
+        (Path(tmp) / "quantization_config.json").write_text(json.dumps({"group_size": 128, "bits": 2}))
+        report = convert_bonsai.convert(Path(tmp), folder / "klein-tiny-bonsai.gguf", cfg)
+    model.load_state_dict(dense)
+    inputs = load_file(src / "inputs.safetensors")
+    with torch.no_grad():
+        sample = model(**inputs, return_dict=False)[0]
+    save_file({"sample": sample.contiguous()}, folder / "expected.safetensors")
+    meta = {"case": "bonsai", "source": "flux2/q128", "convert": report,
+            "expected": "diffusers forward of the dense decoded ternary weights on flux2/q128's inputs",
+            "generator": "tools/make_flux2_fixtures.py --case bonsai"}
+    (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    print(f"flux2/bonsai: {report}")
+
+
 def make_mu_table() -> None:
     """diffusers' compute_empirical_mu at klein-relevant sizes (both branches) -> empirical_mu.json."""
     from diffusers.pipelines.flux2.pipeline_flux2_klein import compute_empirical_mu
@@ -352,7 +416,7 @@ def make_mu_table() -> None:
     print(f"flux2/empirical_mu.json: {len(rows)} values")
 
 
-ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu", "bfl"]
+ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu", "bfl", "bonsai"]
 
 
 def main() -> None:
@@ -369,6 +433,8 @@ def main() -> None:
             make_mu_table()
         elif name == "bfl":
             make_bfl()
+        elif name == "bonsai":
+            make_bonsai()
         else:
             make_pipeline(name)
 

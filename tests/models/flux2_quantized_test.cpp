@@ -107,6 +107,27 @@ TEST(Flux2Quantized, BflCheckpointQuantizesItsBlocksAndRuns) {
   EXPECT_GE(test::cosine(got, expected), 0.999);
 }
 
+// Bonsai Image's GemLite int2 layout (synthetic, of flux2/q128's weights) converted by
+// tools/convert_bonsai.py: the GGUF runs and matches diffusers on the dense decoded weights.
+TEST(Flux2Quantized, ConvertedBonsaiLayoutMatchesDiffusersOnTheDecodedWeights) {
+  ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
+  const Inputs in = load_inputs();
+  auto out = run_model(test::fixture("flux2/bonsai/klein-tiny-bonsai.gguf"), in);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const auto expected = SafetensorsFile::open(test::fixture("flux2/bonsai/expected.safetensors"))
+                            .value()
+                            ->tensor("sample")
+                            .value()
+                            .to_f32_vector();
+  const double rel = test::rel_l2(*out, expected);
+  std::printf("[ quantized ] flux2/bonsai converted GGUF vs diffusers on decoded weights: rel %.3e\n", rel);
+  EXPECT_LE(rel, 1e-4);
+  auto files = ModelFiles::open(test::fixture("flux2/bonsai/klein-tiny-bonsai.gguf")).value();
+  int64_t ternary = 0;
+  for (const auto& [name, e] : files->entries()) ternary += e.tensor.dtype() == DType::kTQ2_0_G128;
+  EXPECT_EQ(ternary, 14);
+}
+
 TEST(Flux2Quantized, ExactTernaryEqualsDequantizedF32AndA8IsClose) {
   ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
   testing::TempDir dir;
