@@ -45,6 +45,7 @@ class ImageGenerator {
     // Initial latents are [B, in_channels, H / latent_scale, W / latent_scale] (SD3: the VAE's
     // latent; FLUX.2: its 2x2-patchified latent, diffusers' `latents=`).
     int64_t latent_scale = 8;
+    int64_t default_size = 1024;  // image side when the caller gives none (diffusers' default_sample_size x VAE)
     int default_steps = 28;
     float default_guidance = 7.0f;
     bool guidance_distilled = false;  // guidance is not applied (FLUX.2 klein distilled)

@@ -64,6 +64,7 @@ class Flux2ImageGenerator final : public ImageGenerator {
     info_.vae_scale = vae_->config().downscale();
     info_.patch_size = 2;
     info_.latent_scale = 2 * info_.vae_scale;
+    info_.default_size = 128 * info_.vae_scale;  // Flux2KleinPipeline: default_sample_size 128 x the VAE factor
     info_.device = device_.description;
     return Status::ok();
   }

@@ -33,6 +33,7 @@ class SD3ImageGenerator final : public ImageGenerator {
     info_.patch_size = c.patch_size;
     info_.vae_scale = vae_->config().downscale();
     info_.latent_scale = info_.vae_scale;
+    info_.default_size = c.sample_size * info_.vae_scale;  // StableDiffusion3Pipeline's default
     info_.default_steps = 28;
     info_.default_guidance = 7.0f;
     info_.defaults_source = "SD3 defaults";

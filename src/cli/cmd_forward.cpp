@@ -188,9 +188,19 @@ int run_flux2(const Options& o) {
   const int64_t T = in.tensor("encoder_hidden_states").value().dim(1);
   auto ts = read_input(in, "timestep", {B}, expect);
   if (!ts) return report_error(ts.status());
-  auto img_ids = read_input(in, "img_ids", {N, cfg.id_axes()}, expect);
+  // Ids may carry more columns than the model has RoPE axes; like diffusers, only the first are used.
+  auto ids = [&](const char* name, int64_t rows) -> Result<std::vector<float>> {
+    const TensorInfo* info = in.find(name);
+    const int64_t cols = info && info->shape.rank() == 2 ? std::max(info->shape[1], cfg.id_axes()) : cfg.id_axes();
+    QUILL_ASSIGN_OR_RETURN(std::vector<float> v, read_input(in, name, {rows, cols}, expect));
+    std::vector<float> out(size_t(rows * cfg.id_axes()));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t a = 0; a < cfg.id_axes(); ++a) out[size_t(r * cfg.id_axes() + a)] = v[size_t(r * cols + a)];
+    return out;
+  };
+  auto img_ids = ids("img_ids", N);
   if (!img_ids) return report_error(img_ids.status());
-  auto txt_ids = read_input(in, "txt_ids", {T, cfg.id_axes()}, expect);
+  auto txt_ids = ids("txt_ids", T);
   if (!txt_ids) return report_error(txt_ids.status());
   std::vector<float> guidance;
   if (cfg.guidance_embeds) {

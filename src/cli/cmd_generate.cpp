@@ -110,6 +110,7 @@ int run(const Options& o) {
   ImageGenerator& gen = **gen_r;
   const ImageGenerator::Info& info = gen.info();
   const int steps = o.steps > 0 ? o.steps : info.default_steps;
+  const int64_t width = o.width > 0 ? o.width : info.default_size, height = o.height > 0 ? o.height : info.default_size;
   const float cfg = o.cfg >= 0.0f ? o.cfg : info.default_guidance;
   const bool guided = cfg > 1.0f && !info.guidance_distilled;
   if (cfg > 1.0f && info.guidance_distilled)
@@ -135,18 +136,18 @@ int run(const Options& o) {
   }
   ImageGenerator::Options go;
   if (!o.latents.empty()) {
-    if (o.height % info.latent_scale || o.width % info.latent_scale)
+    if (height % info.latent_scale || width % info.latent_scale)
       return report_error(invalid_argument("--width and --height must be multiples of ", info.latent_scale, " for ",
                                            info.architecture));
     auto lat =
-        read_latents(o.latents, {batch, info.in_channels, o.height / info.latent_scale, o.width / info.latent_scale});
+        read_latents(o.latents, {batch, info.in_channels, height / info.latent_scale, width / info.latent_scale});
     if (!lat) return report_error(lat.status());
     go.initial_latents = std::move(lat.value());
   }
   const double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-  go.width = o.width;
-  go.height = o.height;
+  go.width = width;
+  go.height = height;
   go.steps = steps;
   go.guidance_scale = cfg;
   go.shift = o.shift > 0.0 ? o.shift : 3.0;
@@ -203,10 +204,11 @@ Runner setup(CLI::App& sub) {
       ->check(FiniteRange(0.01, 100.0));
   sub.add_option("--seed", o->seed, "seed for the initial noise (Philox; same seed = same image everywhere)")
       ->check(Seed64());
-  sub.add_option("--width", o->width, "image width in pixels (multiple of VAE factor x patch size)")
-      ->required()
+  sub.add_option("--width", o->width,
+                 "image width in pixels, a multiple of VAE factor x patch size (default: the model's, 1024 for "
+                 "SD3 and FLUX.2)")
       ->check(CLI::Range(8, 16384));
-  sub.add_option("--height", o->height, "image height in pixels")->required()->check(CLI::Range(8, 16384));
+  sub.add_option("--height", o->height, "image height in pixels (default: the model's)")->check(CLI::Range(8, 16384));
   sub.add_flag("--tiled", o->tiled, "decode in overlapping tiles (bounded memory for large images)");
   sub.add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024));
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")

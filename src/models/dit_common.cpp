@@ -14,6 +14,7 @@ void timestep_sinusoid(const float* t, int64_t B, int64_t dim, float* out) {
       out[n * dim + i] = std::cos(arg);
       out[n * dim + half + i] = std::sin(arg);
     }
+    if (dim % 2) out[n * dim + dim - 1] = 0.0f;  // diffusers pads an odd width with one zero column
   }
 }
 

@@ -7,7 +7,8 @@
 namespace quill {
 
 // diffusers get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0) in f32:
-// out[n] = [cos(t f_0..f_{h-1}), sin(t f_0..f_{h-1})], f_i = exp(-ln(10000) i / h), h = dim / 2.
+// out[n] = [cos(t f_0..f_{h-1}), sin(t f_0..f_{h-1})], f_i = exp(-ln(10000) i / h), h = dim / 2,
+// and a final 0 when dim is odd.
 void timestep_sinusoid(const float* t, int64_t B, int64_t dim, float* out);
 
 // x [B, C, H, W] -> patches [B, (H/p)(W/p), C*p*p] in (c, ky, kx) order (a conv weight's layout).

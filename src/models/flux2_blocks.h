@@ -53,7 +53,7 @@ struct Flux2BlockBuffers {
   float *tmp_x, *tmp_c;     // [B,N,D], [B,T,D]
   float* wide;              // max(B*max(N,T)*2F, B*S*(3D+2F)): SwiGLU input / fused projection
   float* mlp;               // [B*S, F] SwiGLU output
-  float* cat;               // [B*S, D+F] [attention || MLP], to_out's input in single blocks
+  float* cat;               // [B*S, D+F] [attention || MLP], to_out's input in single blocks (may alias `wide`)
   const float *rope_cos, *rope_sin;  // [S, head_dim/2] for the joint sequence
 };
 

@@ -192,7 +192,9 @@ size_t Flux2Transformer::layout(const Flux2Bucket& b, const ThreadPool& pool, Ar
   alloc(k.tmp_c, B * T * D);
   alloc(k.wide, std::max(B * std::max(N, T) * 2 * F, B * S * (3 * D + 2 * F)));
   alloc(k.mlp, B * S * F);
-  alloc(k.cat, B * S * (D + F));
+  // [attention || MLP] is built after the fused projection in `wide` has been read (q, k, v copied
+  // out, SwiGLU done into `mlp`), so it reuses that memory: S x (D + F) fits in S x (3D + 2F).
+  k.cat = k.wide;
   k.rope_cos = o.rope_cos;
   k.rope_sin = o.rope_sin;
 

@@ -262,12 +262,18 @@ QuantMode quant_mode_from_env() {
   return v && std::string_view(v) == "a8" ? QuantMode::kA8 : QuantMode::kExact;
 }
 
+namespace {
+// Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
+// rows are 1 byte per element, the other activation formats 2 to 6.
+int64_t rows_per_pass(PanelKind kind) { return kind == PanelKind::kI8 ? kQuantMChunk : 512; }
+}  // namespace
+
 size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool) {
   if (W.rank() != 2) return 0;
   const int64_t K = W.dim(1);
   const QuantPlan& plan = cpu::kernel_table().quant.plan[size_t(W.dtype())][size_t(mode)];
   const PanelKind kind = plan.kind;
-  const int64_t rows = std::min(std::max<int64_t>(M, 1), kQuantMChunk);
+  const int64_t rows = std::min(std::max<int64_t>(M, 1), rows_per_pass(kind));
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
   if (const KernelSet* ks = plan.kernels)
@@ -288,7 +294,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   if (kind == PanelKind::kBf16 && K % 2 != 0) return invalid_argument("quant_linear: bf16 a8 needs an even K, got ", K);
   const KernelSet* ks = plan.kernels;
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
-  const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, kQuantMChunk);
+  const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, rows_per_pass(kind));
   uint8_t* act = base;
   uint8_t* work = base + act_bytes(kind, chunk, K);
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower

@@ -28,8 +28,9 @@ namespace quill::quant {
 enum class QuantMode { kExact, kA8 };
 const char* quant_mode_name(QuantMode m);
 
-// Rows of x processed per pass; scratch for activations never exceeds this many rows.
-inline constexpr int64_t kQuantMChunk = 512;
+// Rows of x processed per pass (int8 activations: 2048, so a big GEMM decodes each weight panel
+// fewer times; wider activation formats: 512); scratch for activations never exceeds this many rows.
+inline constexpr int64_t kQuantMChunk = 2048;
 
 bool quant_linear_supports(DType dtype);
 size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool);
