@@ -55,6 +55,17 @@ CASES = {
         batch=1, latent_hw=(3, 4), text_len=7, sigmas=[0.6], refs=[(2, 3)], guidance=[4.0],
         init_seed=3002, input_seed=4002,
     ),
+    "irregular": dict(
+        description=("the config corners: odd timestep channels (33, zero-padded), unequal RoPE axes (2,8,8,6), "
+                     "patch_size 2 with out_channels 3, mlp_ratio 2.7 (F = int(48 x 2.7) = 129, odd), eps 1e-5, "
+                     "rope_theta 10000, no double blocks, guidance embeddings"),
+        config=dict(patch_size=2, in_channels=8, out_channels=3, num_layers=0, num_single_layers=2,
+                    attention_head_dim=24, num_attention_heads=2, joint_attention_dim=12,
+                    timestep_guidance_channels=33, mlp_ratio=2.7, axes_dims_rope=(2, 8, 8, 6), rope_theta=10000,
+                    eps=1e-5, guidance_embeds=True),
+        batch=2, latent_hw=(3, 5), text_len=4, sigmas=[0.5, 0.9], refs=[], guidance=[3.0, 5.0],
+        init_seed=3004, input_seed=4004,
+    ),
     "q128": dict(
         description=("inner dim 128 (2 heads x 64), F 384: every block Linear has K % 128 == 0, so all 12 per "
                      "double block and 2 per single block can be ternary (tq2_0_g128) or q8_0, as in Bonsai "

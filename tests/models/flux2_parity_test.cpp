@@ -66,7 +66,7 @@ TEST_P(Flux2Parity, MatchesDiffusers) {
   EXPECT_EQ(test::rel_l2(again, out), 0.0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, Flux2Parity, ::testing::Values("double_single", "reference", "q128"),
+INSTANTIATE_TEST_SUITE_P(Fixtures, Flux2Parity, ::testing::Values("double_single", "reference", "irregular", "q128"),
                          [](const auto& info) { return std::string(info.param); });
 
 TEST(Flux2Parity, EveryInputMatters) {
