@@ -113,6 +113,13 @@ Status Dispatcher::spatial_attention(const float* q, const float* k, const float
   return run(OpKind::kSpatialAttention, nullptr,
              [&](OpBackend& b) { return b.spatial_attention(q, k, v, out, C, T, scale, scratch); });
 }
+Status Dispatcher::masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
+                                    int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
+                                    float* scratch) {
+  return run(OpKind::kMaskedAttention, nullptr, [&](OpBackend& b) {
+    return b.masked_attention(q, k, v, out, B, S, H, Hkv, Dh, scale, valid, causal, scratch);
+  });
+}
 Status Dispatcher::resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout,
                                   int64_t Wout) {
   return run(OpKind::kResize, nullptr,

@@ -10,7 +10,8 @@ const char* op_kind_name(OpKind k) {
   // In OpKind's order; the names are what --diag prints and QUILL_FAULT_INJECT takes.
   static constexpr const char* kNames[] = {
       "linear", "attention", "layer_norm", "rms_norm",   "activation", "residual",          "gelu_erf", "add",
-      "swiglu", "rope",      "conv2d",     "group_norm", "upsample",   "spatial_attention", "resize"};
+      "swiglu", "rope",      "conv2d",     "group_norm", "upsample",   "spatial_attention", "resize",
+      "masked_attention"};
   static_assert(std::size(kNames) == size_t(OpKind::kCount), "a name for every OpKind");
   const auto i = size_t(k);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -126,6 +127,10 @@ Status OpBackend::spatial_attention(const float*, const float*, const float*, fl
 }
 Status OpBackend::resize_bicubic(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t) {
   return not_here(OpKind::kResize);
+}
+Status OpBackend::masked_attention(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                                   int64_t, float, const int32_t*, bool, float*) {
+  return not_here(OpKind::kMaskedAttention);
 }
 
 }  // namespace quill

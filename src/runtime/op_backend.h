@@ -44,6 +44,7 @@ enum class OpKind : uint8_t {
   kUpsample,
   kSpatialAttention,
   kResize,
+  kMaskedAttention,  // causal / padded attention with grouped KV heads (text encoders)
   kCount,
 };
 const char* op_kind_name(OpKind k);
@@ -60,6 +61,7 @@ struct OpScratch {
 size_t op_linear_scratch_floats(const Tensor& W, const ThreadPool& pool);
 size_t op_attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool);
 size_t op_spatial_attention_scratch_floats(int64_t T);
+size_t op_masked_attention_scratch_floats(int64_t S, const ThreadPool& pool);
 
 // Per-backend state a backend attaches to a model's weights (the CPU's oneDNN primitives, a
 // device copy), built on first use and kept as long as the weights. Thread-safe.
@@ -151,6 +153,13 @@ class OpBackend {
   // Bicubic resize (torch, align_corners=False) of a channels-last image [Hin, Win, C] -> [Hout, Wout, C].
   virtual Status resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout,
                                 int64_t Wout);
+  // Decoder-style attention: q, out [B, S, H, Dh], k, v [B, S, Hkv, Dh] (H a multiple of Hkv;
+  // head h reads KV head h / (H / Hkv)). Query i of batch b attends keys j < valid[b], and j <= i
+  // when `causal` (right padding: a padded query still sees every real token before it).
+  // valid[b] must be in [1, S]. `scratch` holds op_masked_attention_scratch_floats(S) floats.
+  virtual Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
+                                  int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
+                                  float* scratch);
 
  protected:
   Status not_here(OpKind kind) const;

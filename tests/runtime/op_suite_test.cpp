@@ -264,6 +264,20 @@ std::vector<OpCase> all_cases() {
                   append(out, o);
                   return Status::ok();
                 }});
+  cs.push_back({"masked_attention_gqa_causal", OpKind::kMaskedAttention, kF32Bound,
+                [](Dispatcher& ops, ThreadPool& pool, auto& out) {
+                  const int64_t B = 2, S = 37, H = 4, Hkv = 2, Dh = 16;
+                  const auto q = random_normal(size_t(B * S * H * Dh), 85);
+                  const auto k = random_normal(size_t(B * S * Hkv * Dh), 86);
+                  const auto v = random_normal(size_t(B * S * Hkv * Dh), 87);
+                  const int32_t valid[B] = {37, 20};  // the second sequence right-padded
+                  std::vector<float> scratch(op_masked_attention_scratch_floats(S, pool));
+                  auto o = nans(B * S * H * Dh);
+                  QUILL_RETURN_IF_ERROR(ops.masked_attention(q.data(), k.data(), v.data(), o.data(), B, S, H, Hkv, Dh,
+                                                             0.25f, valid, true, scratch.data()));
+                  append(out, o);
+                  return Status::ok();
+                }});
   cs.push_back({"resize_bicubic", OpKind::kResize, kF32Bound, [](Dispatcher& ops, ThreadPool&, auto& out) {
                   const auto x = random_normal(4 * 4 * 6, 84);  // [4, 4, C=6] -> [5, 7, 6]
                   auto y = nans(5 * 7 * 6);

@@ -112,6 +112,12 @@ class FakeFailingBackend final : public OpBackend {
     if (failed(OpKind::kSpatialAttention)) return poisoned(out, C * T);
     return cpu_.spatial_attention(q, k, v, out, C, T, scale, scratch);
   }
+  Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S, int64_t H,
+                          int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
+                          float* scratch) override {
+    if (failed(OpKind::kMaskedAttention)) return poisoned(out, B * S * H * Dh);
+    return cpu_.masked_attention(q, k, v, out, B, S, H, Hkv, Dh, scale, valid, causal, scratch);
+  }
   Status resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout,
                         int64_t Wout) override {
     if (failed(OpKind::kResize)) return poisoned(dst, Hout * Wout * C);

@@ -41,6 +41,9 @@ size_t op_attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& po
   return cpu::attention_scratch_floats(Skv, Dh, pool);
 }
 size_t op_spatial_attention_scratch_floats(int64_t T) { return cpu::spatial_attention_scratch_floats(T); }
+size_t op_masked_attention_scratch_floats(int64_t S, const ThreadPool& pool) {
+  return cpu::masked_attention_scratch_floats(S, pool);
+}
 
 Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const float* bias, float* y, const OpScratch& s) {
   if (W.rank() != 2) return internal_error("linear weight must be 2-D, got ", W.shape().to_string());
@@ -142,6 +145,18 @@ Status CpuBackend::spatial_attention(const float* q, const float* k, const float
   cpu::spatial_attention(q, k, v, out, C, T, scale, scratch, pool_);
   return Status::ok();
 }
+Status CpuBackend::masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
+                                    int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
+                                    float* scratch) {
+  if (B <= 0 || S <= 0 || Hkv <= 0 || H % Hkv != 0 || Dh <= 0)
+    return invalid_argument("masked_attention: bad shape B ", B, ", S ", S, ", H ", H, ", Hkv ", Hkv, ", Dh ", Dh);
+  for (int64_t b = 0; b < B; ++b)
+    if (valid[b] < 1 || valid[b] > S)
+      return invalid_argument("masked_attention: batch ", b, " has ", valid[b], " valid keys, expected 1 .. ", S);
+  cpu::masked_attention(q, k, v, out, B, S, H, Hkv, Dh, scale, valid, causal, scratch, pool_);
+  return Status::ok();
+}
+
 Status CpuBackend::resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout,
                                   int64_t Wout) {
   if (Hin < 1 || Win < 1 || Hout < 1 || Wout < 1 || C < 1)
