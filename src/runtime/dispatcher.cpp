@@ -113,6 +113,10 @@ Status Dispatcher::spatial_attention(const float* q, const float* k, const float
   return run(OpKind::kSpatialAttention, nullptr,
              [&](OpBackend& b) { return b.spatial_attention(q, k, v, out, C, T, scale, scratch); });
 }
+Status Dispatcher::rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos,
+                             const float* sin) {
+  return run(OpKind::kRopeHalf, nullptr, [&](OpBackend& b) { return b.rope_half(x, B, S, H, Dh, cos, sin); });
+}
 Status Dispatcher::masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
                                     int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
                                     float* scratch) {

@@ -70,6 +70,7 @@ class Dispatcher {
   Status spatial_attention(const float* q, const float* k, const float* v, float* out, int64_t C, int64_t T,
                            float scale, float* scratch);
   Status resize_bicubic(const float* src, int64_t Hin, int64_t Win, int64_t C, float* dst, int64_t Hout, int64_t Wout);
+  Status rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin);
   Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S, int64_t H,
                           int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal, float* scratch);
 

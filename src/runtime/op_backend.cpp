@@ -11,7 +11,7 @@ const char* op_kind_name(OpKind k) {
   static constexpr const char* kNames[] = {
       "linear", "attention", "layer_norm", "rms_norm",   "activation", "residual",          "gelu_erf", "add",
       "swiglu", "rope",      "conv2d",     "group_norm", "upsample",   "spatial_attention", "resize",
-      "masked_attention"};
+      "masked_attention", "rope_half"};
   static_assert(std::size(kNames) == size_t(OpKind::kCount), "a name for every OpKind");
   const auto i = size_t(k);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -127,6 +127,9 @@ Status OpBackend::spatial_attention(const float*, const float*, const float*, fl
 }
 Status OpBackend::resize_bicubic(const float*, int64_t, int64_t, int64_t, float*, int64_t, int64_t) {
   return not_here(OpKind::kResize);
+}
+Status OpBackend::rope_half(float*, int64_t, int64_t, int64_t, int64_t, const float*, const float*) {
+  return not_here(OpKind::kRopeHalf);
 }
 Status OpBackend::masked_attention(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
                                    int64_t, float, const int32_t*, bool, float*) {

@@ -45,6 +45,7 @@ enum class OpKind : uint8_t {
   kSpatialAttention,
   kResize,
   kMaskedAttention,  // causal / padded attention with grouped KV heads (text encoders)
+  kRopeHalf,         // rotary embedding on the two halves of each head (GPT-NeoX / Llama / Qwen layout)
   kCount,
 };
 const char* op_kind_name(OpKind k);
@@ -157,6 +158,10 @@ class OpBackend {
   // head h reads KV head h / (H / Hkv)). Query i of batch b attends keys j < valid[b], and j <= i
   // when `causal` (right padding: a padded query still sees every real token before it).
   // valid[b] must be in [1, S]. `scratch` holds op_masked_attention_scratch_floats(S) floats.
+  // Rotary embedding, "rotate half" layout, in place on x [rows, H, Dh] with rows = B * S: element
+  // i < Dh/2 pairs with i + Dh/2, (a, b) -> (a cos - b sin, b cos + a sin), cos/sin at
+  // [(row % S) * Dh/2 + i].
+  virtual Status rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin);
   virtual Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
                                   int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
                                   float* scratch);

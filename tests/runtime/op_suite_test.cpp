@@ -264,6 +264,14 @@ std::vector<OpCase> all_cases() {
                   append(out, o);
                   return Status::ok();
                 }});
+  cs.push_back({"rope_half", OpKind::kRopeHalf, kF32Bound, [](Dispatcher& ops, ThreadPool&, auto& out) {
+                  const int64_t B = 2, S = 5, H = 3, Dh = 8;
+                  auto x = random_normal(size_t(B * S * H * Dh), 88);
+                  const auto c = random_normal(size_t(S * Dh / 2), 89), s = random_normal(size_t(S * Dh / 2), 90);
+                  QUILL_RETURN_IF_ERROR(ops.rope_half(x.data(), B, S, H, Dh, c.data(), s.data()));
+                  append(out, x);
+                  return Status::ok();
+                }});
   cs.push_back({"masked_attention_gqa_causal", OpKind::kMaskedAttention, kF32Bound,
                 [](Dispatcher& ops, ThreadPool& pool, auto& out) {
                   const int64_t B = 2, S = 37, H = 4, Hkv = 2, Dh = 16;

@@ -112,6 +112,10 @@ class FakeFailingBackend final : public OpBackend {
     if (failed(OpKind::kSpatialAttention)) return poisoned(out, C * T);
     return cpu_.spatial_attention(q, k, v, out, C, T, scale, scratch);
   }
+  Status rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin) override {
+    if (failed(OpKind::kRopeHalf)) return device_failure();  // in place: must leave x for the CPU
+    return cpu_.rope_half(x, B, S, H, Dh, cos, sin);
+  }
   Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S, int64_t H,
                           int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
                           float* scratch) override {

@@ -145,6 +145,13 @@ Status CpuBackend::spatial_attention(const float* q, const float* k, const float
   cpu::spatial_attention(q, k, v, out, C, T, scale, scratch, pool_);
   return Status::ok();
 }
+Status CpuBackend::rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos,
+                             const float* sin) {
+  if (Dh % 2) return invalid_argument("rope_half: head size ", Dh, " is odd");
+  cpu::rope_half(x, B, S, H, Dh, cos, sin, pool_);
+  return Status::ok();
+}
+
 Status CpuBackend::masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S,
                                     int64_t H, int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
                                     float* scratch) {

@@ -39,6 +39,7 @@ class CpuBackend final : public OpBackend {
   Status upsample_nearest2x(const float* x, float* y, int64_t planes, int64_t H, int64_t W) override;
   Status spatial_attention(const float* q, const float* k, const float* v, float* out, int64_t C, int64_t T,
                            float scale, float* scratch) override;
+  Status rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin) override;
   Status masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S, int64_t H,
                           int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal,
                           float* scratch) override;

@@ -70,4 +70,23 @@ void rope(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* co
   });
 }
 
+void rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin,
+               ThreadPool& pool) {
+  const int64_t half = Dh / 2;
+  pool.parallel_for(B * S, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* cs = cos + (r % S) * half;
+      const float* sn = sin + (r % S) * half;
+      for (int64_t h = 0; h < H; ++h) {
+        float* v = x + (r * H + h) * Dh;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * cs[i] - b * sn[i];
+          v[i + half] = b * cs[i] + a * sn[i];
+        }
+      }
+    }
+  });
+}
+
 }  // namespace quill::cpu

@@ -46,6 +46,8 @@ void gated_residual(float* x, const float* y, const float* gate, int64_t B, int6
 // q: [B, Sq, H, Dh], k, v: [B, Skv, H, Dh], out: [B, Sq, H, Dh], all contiguous.
 // out = softmax(q k^T * scale) v per (batch, head). Threaded over (batch x head x query tile).
 size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool);
+void rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin,
+               ThreadPool& pool);
 // OpBackend::masked_attention on the CPU (masked_attention.cpp): one query row at a time, its
 // scores in a per-thread row of `scratch` (masked_attention_scratch_floats).
 size_t masked_attention_scratch_floats(int64_t S, const ThreadPool& pool);

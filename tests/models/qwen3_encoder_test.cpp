@@ -1,0 +1,79 @@
+// Qwen3 text encoder against transformers (tools/make_qwen3_fixtures.py): a random 28-layer
+// Qwen3ForCausalLM with grouped KV heads and q/k norms, right-padded batch; the hidden states
+// FLUX.2 [klein] conditions on (9, 18, 27), stacked as Flux2KleinPipeline stacks them.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "io/safetensors.h"
+#include "models/qwen3_encoder.h"
+#include "runtime/engine.h"
+#include "support/test_util.h"
+
+namespace quill {
+namespace {
+
+struct Case {
+  std::unique_ptr<Engine<Qwen3Encoder>> engine;
+  std::vector<int32_t> ids, valid;
+  Qwen3Bucket bucket;
+  std::shared_ptr<SafetensorsFile> expected;
+};
+
+Case open_case(ThreadPool& pool, int64_t layers_needed) {
+  Case c;
+  const std::string dir = test::fixture("qwen3/tiny28");
+  auto files = ModelFiles::open(dir);
+  EXPECT_TRUE(files.is_ok()) << files.status().to_string();
+  if (!files) return c;
+  auto model = Qwen3Encoder::load(*files, layers_needed);
+  EXPECT_TRUE(model.is_ok()) << model.status().to_string();
+  if (!model) return c;
+  c.engine = std::make_unique<Engine<Qwen3Encoder>>(std::move(*model), pool);
+  auto in = SafetensorsFile::open(dir + "/inputs.safetensors").value();
+  const Tensor ids = in->tensor("input_ids").value(), mask = in->tensor("attention_mask").value();
+  c.bucket = {ids.dim(0), ids.dim(1)};
+  c.ids.assign(ids.data_as<int32_t>(), ids.data_as<int32_t>() + ids.numel());
+  for (int64_t b = 0; b < ids.dim(0); ++b) {
+    int32_t n = 0;
+    for (int64_t s = 0; s < ids.dim(1); ++s) n += mask.data_as<int32_t>()[b * ids.dim(1) + s];
+    c.valid.push_back(n);
+  }
+  c.expected = SafetensorsFile::open(dir + "/expected.safetensors").value();
+  return c;
+}
+
+TEST(Qwen3Encoder, KleinHiddenStatesMatchTransformers) {
+  ThreadPool pool(2);
+  Case c = open_case(pool, 27);  // klein needs layers up to 27 of 28: the last is not run
+  ASSERT_TRUE(c.engine);
+  EXPECT_EQ(c.engine->model().layers_run(), 27);
+  const auto want = c.expected->tensor("prompt_embeds").value().to_f32_vector();
+  std::vector<float> got(want.size(), NAN);
+  Status st = c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{9, 18, 27}, got.data());
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const double rel = test::rel_l2(got, want);
+  std::printf("qwen3 tiny28 layers 9/18/27 rel_l2 %.3g\n", rel);
+  EXPECT_LE(rel, 1e-4);
+
+  const auto first = c.expected->tensor("hidden_states_1").value().to_f32_vector();
+  std::vector<float> h1(first.size(), NAN);
+  ASSERT_TRUE(c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{1}, h1.data()).is_ok());
+  EXPECT_LE(test::rel_l2(h1, first), 1e-5);
+}
+
+TEST(Qwen3Encoder, BadIdsAndLayersAreRefused) {
+  ThreadPool pool(1);
+  Case c = open_case(pool, 10);
+  ASSERT_TRUE(c.engine);
+  std::vector<float> out(size_t(c.bucket.batch * c.bucket.seq_len * 32));
+  Status st = c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{11}, out.data());
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("runs 10 layers"), std::string::npos) << st.to_string();
+  c.ids[3] = 1000;
+  st = c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{1}, out.data());
+  EXPECT_NE(st.to_string().find("outside the vocabulary"), std::string::npos) << st.to_string();
+}
+
+}  // namespace
+}  // namespace quill
