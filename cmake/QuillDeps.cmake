@@ -61,6 +61,11 @@ else()
   message(STATUS "quill: FreeType/HarfBuzz not found; glyph-line rendering disabled")
 endif()
 
+# ICU: Unicode normalisation and the regex engine (with Unicode's real categories) the BPE
+# tokenizers' pre-tokenizer patterns need.
+find_package(ICU REQUIRED COMPONENTS uc i18n)
+target_link_libraries(quill_deps INTERFACE ICU::uc ICU::i18n)
+
 # CLI11 for the command line (header-only).
 find_package(CLI11 CONFIG REQUIRED)
 target_link_libraries(quill_deps INTERFACE CLI11::CLI11)

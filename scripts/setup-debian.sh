@@ -16,6 +16,8 @@ PACKAGES=(
   libpng-dev libjpeg62-turbo-dev
   # glyph-line rendering and the default fonts
   libfreetype-dev libharfbuzz-dev fonts-dejavu-core
+  # text encoders' tokenizers: Unicode normalisation and regex
+  libicu-dev
   # HTTP server
   libcpp-httplib-dev
 )
