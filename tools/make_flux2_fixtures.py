@@ -418,6 +418,74 @@ def make_bonsai() -> None:
     print(f"flux2/bonsai: {report}")
 
 
+# Qwen3's chat template as far as klein uses it (one user message, generation prompt, thinking off);
+# no whitespace control, so every newline is kept.
+QWEN3_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n"
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}"
+    "{% endif %}")
+
+
+def make_prompt_pipelines() -> None:
+    """The whole Flux2KleinPipeline from a text prompt: tests/fixtures/tokenizer's tokenizer (as a
+    Qwen2-style fast tokenizer with Qwen3's chat template, thinking off), a random 28-layer
+    Qwen3ForCausalLM (vocab = the tokenizer's), a klein transformer with joint dim 3 x 32 and
+    pipeline_models' VAE; distilled and base (CFG 4 against the empty prompt) images."""
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from make_qwen3_fixtures import reinit as reinit_qwen3
+
+    tok_json = ROOT / "tests" / "fixtures" / "tokenizer" / "tokenizer.json"
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(tok_json), pad_token="<|endoftext|>", padding_side="right")
+    tokenizer.chat_template = QWEN3_CHAT_TEMPLATE
+    models = FIXTURES / "prompt_models"
+    if models.exists():
+        shutil.rmtree(models)
+    torch.manual_seed(3401)
+    qcfg = Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=48, num_hidden_layers=28,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
+                       rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                       max_position_embeddings=1024, tie_word_embeddings=True,
+                       pad_token_id=tokenizer.pad_token_id)
+    encoder = Qwen3ForCausalLM(qcfg).eval()
+    reinit_qwen3(encoder, 3401)
+    encoder.save_pretrained(models / "text_encoder", safe_serialization=True)
+    (models / "text_encoder" / "generation_config.json").unlink(missing_ok=True)
+    (models / "tokenizer_config.json").write_text(json.dumps(
+        {"pad_token": "<|endoftext|>", "padding_side": "right", "chat_template": QWEN3_CHAT_TEMPLATE}, indent=2))
+    torch.manual_seed(3402)
+    transformer = Flux2Transformer2DModel(**{**PIPE_TRANSFORMER, "joint_attention_dim": 3 * 32})
+    reinit_parameters(transformer, 3402)
+    transformer.eval()
+    transformer.save_pretrained(models / "transformer", safe_serialization=True)
+    vae = build_vae(3202)  # pipeline_models' VAE
+    scheduler = FlowMatchEulerDiscreteScheduler(**KLEIN_SCHEDULER)
+    for name, distilled, guidance, steps in (("prompt_distilled", True, 1.0, 3), ("prompt_base", False, 4.0, 2)):
+        folder = FIXTURES / name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        pipe = Flux2KleinPipeline(scheduler=scheduler, vae=vae, text_encoder=encoder, tokenizer=tokenizer,
+                                  transformer=transformer, is_distilled=distilled)
+        gen = torch.Generator().manual_seed(5101)
+        latents = torch.randn((1, PIPE_TRANSFORMER["in_channels"], 8, 8), generator=gen)
+        prompt = "a red fox in snow"
+        with torch.no_grad():
+            embeds, _ = pipe.encode_prompt(prompt=prompt, device="cpu")
+            image = pipe(prompt=prompt, height=32, width=32, num_inference_steps=steps, guidance_scale=guidance,
+                         latents=latents, output_type="pt", return_dict=False)[0]
+        save_file({"latents": latents}, folder / "latents.safetensors")
+        save_file({"image": image.contiguous(), "prompt_embeds": embeds.contiguous()}, folder / "expected.safetensors")
+        meta = {"case": name, "prompt": prompt, "is_distilled": distilled, "guidance_scale": guidance, "steps": steps,
+                "height": 32, "width": 32, "max_sequence_length": 512, "models": "flux2/prompt_models",
+                "tokenizer": "tokenizer/tokenizer.json + prompt_models/tokenizer_config.json",
+                "versions": {"torch": torch.__version__, "diffusers": diffusers.__version__},
+                "generator": "tools/make_flux2_fixtures.py --case prompt"}
+        (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+        print(f"flux2/{name}: image {tuple(image.shape)}, prompt_embeds {tuple(embeds.shape)}")
+
+
 def make_mu_table() -> None:
     """diffusers' compute_empirical_mu at klein-relevant sizes (both branches) -> empirical_mu.json."""
     from diffusers.pipelines.flux2.pipeline_flux2_klein import compute_empirical_mu
@@ -427,7 +495,7 @@ def make_mu_table() -> None:
     print(f"flux2/empirical_mu.json: {len(rows)} values")
 
 
-ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu", "bfl", "bonsai"]
+ALL = sorted(CASES) + ["vae"] + sorted(PIPELINES) + ["mu", "bfl", "bonsai", "prompt"]
 
 
 def main() -> None:
@@ -446,6 +514,8 @@ def main() -> None:
             make_bfl()
         elif name == "bonsai":
             make_bonsai()
+        elif name == "prompt":
+            make_prompt_pipelines()
         else:
             make_pipeline(name)
 
