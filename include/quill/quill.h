@@ -31,8 +31,12 @@ const char* version();
 class ImageGenerator {
  public:
   struct OpenOptions {
-    std::string transformer;  // diffusers folder, .safetensors or .gguf
-    std::string vae;          // AutoencoderKL folder or .safetensors
+    // A diffusers pipeline folder (model_index.json: its transformer/, vae/, text_encoder/ and
+    // tokenizer/ are used unless given below), or the transformer alone: folder, .safetensors, .gguf.
+    std::string transformer;
+    std::string vae;           // AutoencoderKL folder or .safetensors (empty: the pipeline folder's)
+    std::string text_encoder;  // for prompts (empty: the pipeline folder's, if any)
+    std::string tokenizer;     // folder with tokenizer.json, or the file (empty: the pipeline folder's)
     int threads = 0;          // <= 0: QUILL_THREADS or all cores
     DeviceChoice device = DeviceChoice::kAuto;
   };
@@ -49,6 +53,7 @@ class ImageGenerator {
     int default_steps = 28;
     float default_guidance = 7.0f;
     bool guidance_distilled = false;  // guidance is not applied (FLUX.2 klein distilled)
+    bool takes_prompts = false;       // a text encoder and tokenizer are loaded: encode_prompts() works
     std::string defaults_source;      // where the defaults and the mode come from, for messages
     std::string device;               // "cpu", "cuda (per-op CPU fallback)", ...
   };
@@ -86,6 +91,13 @@ class ImageGenerator {
   virtual ~ImageGenerator() = default;
   virtual const Info& info() const = 0;
   virtual Result<Output> generate(const Conditioning& cond, const Conditioning* negative, const Options& options) = 0;
+  // Text prompts -> conditioning with the model's own text encoder (FLUX.2 [klein]: Qwen3; the
+  // empty prompt's embedding, the usual negative, is computed once and kept). kUnsupported when
+  // info().takes_prompts is false.
+  virtual Result<Conditioning> encode_prompts(const std::vector<std::string>& prompts) {
+    (void)prompts;
+    return unsupported(info().architecture, ": no text encoder loaded; pass precomputed conditioning");
+  }
   // Ops run per kind and device (transformer and VAE), for --diag.
   virtual std::string op_counts() const = 0;
 };

@@ -2,14 +2,17 @@
 // AutoencoderKLFlux2 (with its BatchNorm latent statistics) and the klein pipeline. The sampling
 // mode comes from the diffusers pipeline folder around the transformer when there is one:
 // model_index.json's `is_distilled` and scheduler/scheduler_config.json.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "api/image_model_registry.h"
 #include "core/thread_pool.h"
 #include "io/json_util.h"
 #include "pipeline/flux2_pipeline.h"
+#include "pipeline/flux2_prompt.h"
 #include "pipeline/image_postprocess.h"
 #include "runtime/device_select.h"
 
@@ -57,6 +60,18 @@ class Flux2ImageGenerator final : public ImageGenerator {
                               " after 2x2 patches) do not fit the transformer's in_channels ", c.in_channels)
           .with_file(o.vae);
     QUILL_RETURN_IF_ERROR(read_pipeline_settings(o.transformer));
+    if (!o.text_encoder.empty() || !o.tokenizer.empty()) {
+      if (o.text_encoder.empty() || o.tokenizer.empty())
+        return invalid_argument("prompts need both a text encoder and a tokenizer (got ",
+                                o.text_encoder.empty() ? "only a tokenizer" : "only a text encoder", ")");
+      QUILL_ASSIGN_OR_RETURN(prompts_, Flux2PromptEncoder::open(o.text_encoder, o.tokenizer, *pool_));
+      prompts_->ops().set_primary(device_.gpu.get());
+      if (prompts_->embed_dim() != c.joint_attention_dim)
+        return invalid_argument("the text encoder gives ", prompts_->embed_dim(), "-wide embeddings (3 x hidden) but "
+                                "the transformer takes ", c.joint_attention_dim)
+            .with_file(o.text_encoder);
+      info_.takes_prompts = true;
+    }
     info_.architecture = architecture;
     info_.in_channels = c.in_channels;
     info_.joint_attention_dim = c.joint_attention_dim;
@@ -105,9 +120,40 @@ class Flux2ImageGenerator final : public ImageGenerator {
     return out;
   }
 
+  Result<Conditioning> encode_prompts(const std::vector<std::string>& prompts) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!prompts_) return ImageGenerator::encode_prompts(prompts);
+    // The empty prompt (the negative of every CFG run) is encoded once per generator.
+    const bool all_empty = std::all_of(prompts.begin(), prompts.end(), [](const std::string& p) { return p.empty(); });
+    if (all_empty && empty_prompt_) {
+      Conditioning c;
+      c.batch = int64_t(prompts.size());
+      c.text_len = empty_prompt_->text_len;
+      for (size_t i = 0; i < prompts.size(); ++i)
+        c.encoder_hidden_states.insert(c.encoder_hidden_states.end(), empty_prompt_->prompt_embeds.begin(),
+                                       empty_prompt_->prompt_embeds.end());
+      return c;
+    }
+    QUILL_ASSIGN_OR_RETURN(Flux2Conditioning e, prompts_->encode(prompts));
+    if (all_empty) {
+      Flux2Conditioning one;
+      one.batch = 1;
+      one.text_len = e.text_len;
+      one.prompt_embeds.assign(e.prompt_embeds.begin(), e.prompt_embeds.begin() + e.text_len * prompts_->embed_dim());
+      empty_prompt_ = std::move(one);
+    }
+    Conditioning c;
+    c.batch = e.batch;
+    c.text_len = e.text_len;
+    c.encoder_hidden_states = std::move(e.prompt_embeds);
+    return c;
+  }
+
   std::string op_counts() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return "transformer + VAE ops:\n" + engine_->ops().stats().to_string();
+    std::string s = "transformer + VAE ops:\n" + engine_->ops().stats().to_string();
+    if (prompts_) s += "text encoder ops:\n" + prompts_->ops().stats().to_string();
+    return s;
   }
 
  private:
@@ -150,6 +196,8 @@ class Flux2ImageGenerator final : public ImageGenerator {
   std::unique_ptr<AutoencoderKL> vae_;
   Flux2LatentStats stats_;
   FlowMatchEulerConfig scheduler_;
+  std::unique_ptr<Flux2PromptEncoder> prompts_;
+  std::optional<Flux2Conditioning> empty_prompt_;
   Info info_;
 };
 

@@ -1,5 +1,7 @@
 #include "api/image_model_registry.h"
 
+#include <filesystem>
+
 #include "core/thread_pool.h"
 #include "io/architecture.h"
 #include "io/model_files.h"
@@ -20,7 +22,32 @@ std::vector<std::string> ImageGenerator::architectures() {
   return names;
 }
 
-Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const OpenOptions& options) {
+namespace {
+
+// A diffusers pipeline folder (model_index.json) stands for its parts: transformer/, vae/,
+// text_encoder/, tokenizer/, each used unless the caller named one.
+ImageGenerator::OpenOptions resolve_pipeline_folder(ImageGenerator::OpenOptions o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path root(o.transformer);
+  if (!fs::is_directory(root, ec) || !fs::is_regular_file(root / "model_index.json", ec)) return o;
+  auto part = [&](std::string& field, const char* name) {
+    if (field.empty() && fs::is_directory(root / name, ec)) field = (root / name).string();
+  };
+  o.transformer = (root / "transformer").string();
+  part(o.vae, "vae");
+  part(o.text_encoder, "text_encoder");
+  part(o.tokenizer, "tokenizer");
+  return o;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const OpenOptions& given) {
+  const OpenOptions options = resolve_pipeline_folder(given);
+  if (options.vae.empty())
+    return invalid_argument("no VAE: give one, or a diffusers pipeline folder with a vae/ folder")
+        .with_file(options.transformer);
   QUILL_ASSIGN_OR_RETURN(auto files, ModelFiles::open(options.transformer));
   const ArchitectureGuess arch = detect_architecture(*files);
   for (const auto& e : image_model_registry())

@@ -19,6 +19,8 @@ namespace {
 
 struct Options {
   std::string model, vae, cond, negative, latents, output, device = "auto";
+  std::string prompt, negative_prompt, text_encoder, tokenizer;
+  bool has_prompt = false, has_negative_prompt = false;
   int steps = 0, threads = 0;  // steps / cfg unset: the model's defaults
   float cfg = -1.0f;
   double shift = 0.0;  // unset: SD3's 3.0
@@ -101,11 +103,37 @@ bool holds_negative(const std::string& path) {
   return f && ((*f)->find("negative_prompt_embeds") || (*f)->find("negative_encoder_hidden_states"));
 }
 
+// --prompt: the model's text encoder makes the conditioning (and the negative, "" unless given).
+Status conditioning_from_prompts(ImageGenerator& gen, const Options& o, bool guided, Conditioning* cond,
+                                 std::optional<Conditioning>* negative) {
+  QUILL_ASSIGN_OR_RETURN(*cond, gen.encode_prompts({o.prompt}));
+  if (guided) {
+    QUILL_ASSIGN_OR_RETURN(Conditioning n, gen.encode_prompts({o.negative_prompt}));
+    *negative = std::move(n);
+  }
+  return Status::ok();
+}
+
 int run(const Options& o) {
   auto device = parse_device_choice(o.device);
   if (!device) return report_error(device.status());
+  if (o.has_prompt == !o.cond.empty())
+    return report_error(invalid_argument("give exactly one of --prompt (text) and --cond (precomputed tensors)"));
+  if (o.has_prompt && !o.negative.empty())
+    return report_error(invalid_argument("--negative is a tensor file for --cond; with --prompt use --negative-prompt"));
+  if (!o.has_prompt && (o.has_negative_prompt || !o.text_encoder.empty() || !o.tokenizer.empty()))
+    return report_error(invalid_argument("--negative-prompt, --text-encoder and --tokenizer go with --prompt"));
   const auto t0 = std::chrono::steady_clock::now();
-  auto gen_r = ImageGenerator::open({o.model, o.vae, o.threads, *device});
+  ImageGenerator::OpenOptions oo;
+  oo.transformer = o.model;
+  oo.vae = o.vae;
+  oo.threads = o.threads;
+  oo.device = *device;
+  if (o.has_prompt) {
+    oo.text_encoder = o.text_encoder;
+    oo.tokenizer = o.tokenizer;
+  }
+  auto gen_r = ImageGenerator::open(oo);
   if (!gen_r) return report_error(gen_r.status());
   ImageGenerator& gen = **gen_r;
   const ImageGenerator::Info& info = gen.info();
@@ -119,20 +147,30 @@ int run(const Options& o) {
   if (o.shift > 0.0 && info.pooled_projection_dim == 0)
     return report_error(invalid_argument("--shift is SD3's static shift; ", info.architecture,
                                          " shifts its schedule by the image size (empirical mu)"));
-  const bool negative_inside = o.negative.empty() && holds_negative(o.cond);
-  if (guided && o.negative.empty() && !negative_inside)
-    return report_error(invalid_argument("guidance scale ", cfg,
-                                         " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip "
-                                         "guidance"));
+  if (o.has_prompt && !info.takes_prompts)
+    return report_error(unsupported(info.architecture, " here has no text encoder: give --text-encoder and "
+                                    "--tokenizer, a pipeline folder with text_encoder/ and tokenizer/, or --cond"));
   int64_t batch = -1, text_len = -1;
-  auto cond = read_conditioning(o.cond, info, "", &batch, &text_len);
-  if (!cond) return report_error(cond.status());
+  Conditioning cond;
   std::optional<Conditioning> negative;
-  if (guided) {
-    auto n = negative_inside ? read_conditioning(o.cond, info, "negative_", &batch, &text_len)
-                             : read_conditioning(o.negative, info, "", &batch, &text_len);
-    if (!n) return report_error(n.status());
-    negative = std::move(n.value());
+  if (o.has_prompt) {
+    if (Status st = conditioning_from_prompts(gen, o, guided, &cond, &negative); !st) return report_error(st);
+    batch = cond.batch;
+  } else {
+    const bool negative_inside = o.negative.empty() && holds_negative(o.cond);
+    if (guided && o.negative.empty() && !negative_inside)
+      return report_error(invalid_argument("guidance scale ", cfg,
+                                           " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip "
+                                           "guidance"));
+    auto c = read_conditioning(o.cond, info, "", &batch, &text_len);
+    if (!c) return report_error(c.status());
+    cond = std::move(*c);
+    if (guided) {
+      auto n = negative_inside ? read_conditioning(o.cond, info, "negative_", &batch, &text_len)
+                               : read_conditioning(o.negative, info, "", &batch, &text_len);
+      if (!n) return report_error(n.status());
+      negative = std::move(n.value());
+    }
   }
   ImageGenerator::Options go;
   if (!o.latents.empty()) {
@@ -155,7 +193,7 @@ int run(const Options& o) {
   go.tiled_decode = o.tiled;
   Progress progress("denoise", steps);
   go.on_step = [&](int done, int) { progress.update(done); };
-  auto out = gen.generate(cond.value(), negative ? &*negative : nullptr, go);
+  auto out = gen.generate(cond, negative ? &*negative : nullptr, go);
   progress.finish();
   if (!out) return report_error(out.status());
 
@@ -181,15 +219,21 @@ int run(const Options& o) {
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--model", o->model,
-                 "transformer: SD3 or FLUX.2 (diffusers folder, .safetensors or .gguf); the architecture picks the "
-                 "pipeline")
+                 "a diffusers pipeline folder (its transformer/, vae/, text_encoder/, tokenizer/), or the transformer "
+                 "alone: SD3 or FLUX.2 folder, .safetensors or .gguf; the architecture picks the pipeline")
       ->required();
-  sub.add_option("--vae", o->vae, "AutoencoderKL / AutoencoderKLFlux2 (diffusers folder or .safetensors)")
-      ->required();
+  sub.add_option("--vae", o->vae,
+                 "AutoencoderKL / AutoencoderKLFlux2 (diffusers folder or .safetensors; default: the pipeline "
+                 "folder's)");
+  sub.add_option("--prompt", o->prompt, "the text to draw (FLUX.2 [klein]: encoded by its Qwen3 text encoder)")
+      ->each([o](const std::string&) { o->has_prompt = true; });
+  sub.add_option("--negative-prompt", o->negative_prompt, "with --prompt and guidance on: the negative (default \"\")")
+      ->each([o](const std::string&) { o->has_negative_prompt = true; });
+  sub.add_option("--text-encoder", o->text_encoder, "Qwen3 text encoder folder (default: the pipeline folder's)");
+  sub.add_option("--tokenizer", o->tokenizer, "tokenizer folder or tokenizer.json (default: the pipeline folder's)");
   sub.add_option("--cond", o->cond,
-                 "safetensors with the text conditioning: SD3 encoder_hidden_states [B,T,J] + pooled_projections "
-                 "[B,P]; FLUX.2 prompt_embeds [B,T,J] (+ negative_prompt_embeds for CFG)")
-      ->required();
+                 "instead of --prompt, safetensors with the text conditioning: SD3 encoder_hidden_states [B,T,J] + "
+                 "pooled_projections [B,P]; FLUX.2 prompt_embeds [B,T,J] (+ negative_prompt_embeds for CFG)");
   sub.add_option("--negative", o->negative, "the same for the negative prompt (needed when guidance is on)");
   sub.add_option("--latents", o->latents,
                  "initial latents from a file (else seeded noise): SD3 [B,C,H/8,W/8], FLUX.2 [B,4C,H/16,W/16]");

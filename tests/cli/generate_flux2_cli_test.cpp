@@ -149,5 +149,68 @@ TEST(GenerateFlux2Cli, ForwardRunsFlux2ByArchitecture) {
   EXPECT_NE(bad.err.find("img_ids [N,4]"), std::string::npos) << bad.err;
 }
 
+// A klein pipeline folder with a text encoder and tokenizer: `quill generate --model DIR --prompt`.
+std::string prompt_pipeline_folder(const testing::TempDir& dir, bool distilled) {
+  const std::string p = dir.file("klein-prompt");
+  const std::string m = test::fixture("flux2/prompt_models");
+  fs::create_directories(p + "/tokenizer");
+  fs::copy(m + "/transformer", p + "/transformer", fs::copy_options::recursive);
+  fs::copy(m + "/text_encoder", p + "/text_encoder", fs::copy_options::recursive);
+  fs::copy(test::fixture("flux2/pipeline_models/vae"), p + "/vae", fs::copy_options::recursive);
+  fs::copy(test::fixture("tokenizer/tokenizer.json"), p + "/tokenizer/tokenizer.json");
+  fs::copy(m + "/tokenizer_config.json", p + "/tokenizer/tokenizer_config.json");
+  std::ofstream(p + "/model_index.json") << "{\"_class_name\": \"Flux2KleinPipeline\", \"is_distilled\": "
+                                         << (distilled ? "true" : "false") << "}\n";
+  return p;
+}
+
+TEST(GenerateFlux2Cli, FromAPromptWithNoPrecomputedTensorsMatchesDiffusers) {
+  for (const bool distilled : {true, false}) {
+    testing::TempDir dir;
+    const std::string p = prompt_pipeline_folder(dir, distilled);
+    const std::string f = test::fixture(distilled ? "flux2/prompt_distilled" : "flux2/prompt_base");
+    const std::string args = distilled ? " --steps 3" : " --steps 2 --cfg 4";
+    CliRun r = quill_cli("generate --model '" + p + "' --prompt 'a red fox in snow'" + args + " --latents '" + f +
+                             "/latents.safetensors' --width 32 --height 32 --device cpu --diag -o '" +
+                             dir.file("fox.png") + "'",
+                         dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("text encoder ops:"), std::string::npos) << r.out;
+    EXPECT_LE(max_lsb_difference(dir.file("fox.png"), f + "/expected.safetensors", 0), 1) << distilled;
+  }
+  // The command: a pipeline folder and a prompt, nothing else (seeded noise, model defaults).
+  testing::TempDir dir;
+  const std::string p = prompt_pipeline_folder(dir, true);
+  CliRun r = quill_cli("generate --model '" + p + "' --prompt 'a red fox in snow' --steps 4 -o '" + dir.file("x.png") + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir.file("x.png")));
+  // Misuse is explained.
+  CliRun both = quill_cli("generate --model '" + p + "' --prompt fox --cond '" +
+                              test::fixture("flux2/pipeline_distilled/cond.safetensors") + "' -o '" + dir.file("y.png") + "'",
+                          dir);
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("exactly one of --prompt"), std::string::npos) << both.err;
+}
+
+TEST(GenerateFlux2Cli, EncodePromptWritesDiffusersPromptEmbeds) {
+  testing::TempDir dir;
+  const std::string p = prompt_pipeline_folder(dir, true);
+  CliRun r = quill_cli("encode-prompt --model '" + p + "' --prompt 'a red fox in snow' --negative-prompt '' -o '" +
+                           dir.file("e.safetensors") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto f = SafetensorsFile::open(dir.file("e.safetensors")).value();
+  const auto got = f->tensor("prompt_embeds").value().to_f32_vector();
+  const auto want = SafetensorsFile::open(test::fixture("flux2/prompt_distilled/expected.safetensors"))
+                        .value()
+                        ->tensor("prompt_embeds")
+                        .value()
+                        .to_f32_vector();
+  EXPECT_LE(test::rel_l2(got, want), 1e-4);
+  EXPECT_NE(f->find("negative_prompt_embeds"), nullptr);
+  CliRun missing = quill_cli("encode-prompt --prompt x -o '" + dir.file("f.safetensors") + "'", dir);
+  EXPECT_EQ(missing.code, 2) << missing.err;
+}
+
 }  // namespace
 }  // namespace quill
