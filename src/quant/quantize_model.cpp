@@ -17,9 +17,11 @@ std::string lower(std::string s) {
   return s;
 }
 
-// diffusers' block names, and BFL's (double_blocks.N., single_blocks.N.) for FLUX checkpoints.
+// diffusers' block names, BFL's (double_blocks.N., single_blocks.N.) for FLUX checkpoints, and
+// transformers' decoder layers (model.layers.N.) for text encoders.
 bool in_transformer_block(const std::string& name) {
-  static const std::regex block(R"((^|\.)((single_)?transformer_blocks|double_blocks|single_blocks)\.\d+\.)");
+  static const std::regex block(
+      R"((^|\.)((single_)?transformer_blocks|double_blocks|single_blocks|layers)\.\d+\.)");
   return std::regex_search(name, block);
 }
 

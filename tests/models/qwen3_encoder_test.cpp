@@ -5,7 +5,9 @@
 
 #include <cstdio>
 
+#include "io/io_test_util.h"
 #include "io/safetensors.h"
+#include "quant/quantize_model.h"
 #include "models/qwen3_encoder.h"
 #include "runtime/engine.h"
 #include "support/test_util.h"
@@ -60,6 +62,29 @@ TEST(Qwen3Encoder, KleinHiddenStatesMatchTransformers) {
   std::vector<float> h1(first.size(), NAN);
   ASSERT_TRUE(c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{1}, h1.data()).is_ok());
   EXPECT_LE(test::rel_l2(h1, first), 1e-5);
+}
+
+TEST(Qwen3Encoder, Q8EncoderFromQuillQuantizeIsClose) {
+  // quill quantize's default policy quantizes the decoder layers' matmuls (model.layers.N.) and keeps
+  // the embedding bf16; hidden 32 rows fit q8_0's blocks of 32.
+  auto files = ModelFiles::open(test::fixture("qwen3/tiny28")).value();
+  const auto plan = quant::plan_quantization(*files, DType::kQ8_0, {});
+  int64_t q8 = 0;
+  for (const auto& p : plan) q8 += p.to == DType::kQ8_0;
+  EXPECT_EQ(q8, 28 * 6);  // q/k/v/o/gate/up of 28 layers; down_proj (K = 48) is no multiple of 32: bf16
+  testing::TempDir dir;
+  const std::string gguf = dir.file("qwen3-q8.gguf");
+  ASSERT_TRUE(quant::quantize_model(*files, plan, DType::kQ8_0, "", gguf, nullptr).is_ok());
+  ThreadPool pool(2);
+  auto model = Qwen3Encoder::load(ModelFiles::open(gguf).value(), 27);
+  ASSERT_TRUE(model.is_ok()) << model.status().to_string();
+  Engine<Qwen3Encoder> engine(std::move(*model), pool);
+  Case ref = open_case(pool, 27);
+  const auto want = ref.expected->tensor("prompt_embeds").value().to_f32_vector();
+  std::vector<float> got(want.size());
+  ASSERT_TRUE(engine.forward(ref.bucket, ref.ids.data(), ref.valid.data(), std::vector<int64_t>{9, 18, 27}, got.data())
+                  .is_ok());
+  EXPECT_GE(test::cosine(got, want), 0.999);
 }
 
 TEST(Qwen3Encoder, BadIdsAndLayersAreRefused) {
