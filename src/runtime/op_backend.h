@@ -157,7 +157,8 @@ class OpBackend {
   // Decoder-style attention: q, out [B, S, H, Dh], k, v [B, S, Hkv, Dh] (H a multiple of Hkv;
   // head h reads KV head h / (H / Hkv)). Query i of batch b attends keys j < valid[b], and j <= i
   // when `causal` (right padding: a padded query still sees every real token before it).
-  // valid[b] must be in [1, S]. `scratch` holds op_masked_attention_scratch_floats(S) floats.
+  // valid[b] must be in [1, S]. `scratch` holds op_masked_attention_scratch_floats(S) floats (the
+  // CPU's: one S x S score matrix).
   // Rotary embedding, "rotate half" layout, in place on x [rows, H, Dh] with rows = B * S: element
   // i < Dh/2 pairs with i + Dh/2, (a, b) -> (a cos - b sin, b cos + a sin), cos/sin at
   // [(row % S) * Dh/2 + i].

@@ -48,8 +48,8 @@ void gated_residual(float* x, const float* y, const float* gate, int64_t B, int6
 size_t attention_scratch_floats(int64_t Skv, int64_t Dh, const ThreadPool& pool);
 void rope_half(float* x, int64_t B, int64_t S, int64_t H, int64_t Dh, const float* cos, const float* sin,
                ThreadPool& pool);
-// OpBackend::masked_attention on the CPU (masked_attention.cpp): one query row at a time, its
-// scores in a per-thread row of `scratch` (masked_attention_scratch_floats).
+// OpBackend::masked_attention on the CPU (masked_attention.cpp): per (batch, head) a scores GEMM,
+// a masked softmax and a P V GEMM; `scratch` holds one [S, S] score matrix.
 size_t masked_attention_scratch_floats(int64_t S, const ThreadPool& pool);
 void masked_attention(const float* q, const float* k, const float* v, float* out, int64_t B, int64_t S, int64_t H,
                       int64_t Hkv, int64_t Dh, float scale, const int32_t* valid, bool causal, float* scratch,
