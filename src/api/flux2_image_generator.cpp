@@ -109,11 +109,7 @@ class Flux2ImageGenerator final : public ImageGenerator {
     control.on_step = o.on_step;
     control.cancel = o.cancel;
     QUILL_ASSIGN_OR_RETURN(Tensor image, flux2_generate(*engine_, *vae_, stats_, r, &t, control));
-    Output out;
-    out.height = image.dim(2);
-    out.width = image.dim(3);
-    for (int64_t b = 0; b < image.dim(0); ++b)
-      out.rgb.push_back(image_to_u8(image.data_as<float>() + b * 3 * out.height * out.width, 3, out.height, out.width));
+    Output out = rgb_output(image);
     out.denoise_ms = t.denoise_ms;
     out.decode_ms = t.decode_ms;
     out.plan_builds = engine_->plan_stats().builds;

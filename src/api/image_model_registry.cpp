@@ -5,6 +5,7 @@
 #include "core/thread_pool.h"
 #include "io/architecture.h"
 #include "io/model_files.h"
+#include "pipeline/image_postprocess.h"
 
 namespace quill {
 
@@ -20,6 +21,15 @@ std::vector<std::string> ImageGenerator::architectures() {
   std::vector<std::string> names;
   for (const auto& e : image_model_registry()) names.push_back(e.architecture);
   return names;
+}
+
+ImageGenerator::Output rgb_output(const Tensor& image) {
+  ImageGenerator::Output out;
+  out.height = image.dim(2);
+  out.width = image.dim(3);
+  for (int64_t b = 0; b < image.dim(0); ++b)
+    out.rgb.push_back(image_to_u8(image.data_as<float>() + b * 3 * out.height * out.width, 3, out.height, out.width));
+  return out;
 }
 
 namespace {

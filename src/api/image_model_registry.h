@@ -20,6 +20,9 @@ struct ImageModelEntry {
 
 const std::vector<ImageModelEntry>& image_model_registry();
 
+// The decoder output [B, 3, H, W] as the API's RGB images (sizes set, timings left to the caller).
+ImageGenerator::Output rgb_output(const Tensor& image);
+
 // The factories (one per family).
 Result<std::unique_ptr<ImageGenerator>> open_sd3_image_generator(const ImageGenerator::OpenOptions& options,
                                                                  const std::string& architecture);
