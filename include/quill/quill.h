@@ -35,8 +35,9 @@ class ImageGenerator {
     // tokenizer/ are used unless given below), or the transformer alone: folder, .safetensors, .gguf.
     std::string transformer;
     std::string vae;           // AutoencoderKL folder or .safetensors (empty: the pipeline folder's)
-    std::string text_encoder;  // for prompts (empty: the pipeline folder's, if any)
-    std::string tokenizer;     // folder with tokenizer.json, or the file (empty: the pipeline folder's)
+    std::string text_encoder;  // for prompts: folder, .safetensors, .gguf (empty: the pipeline folder's, if any)
+    std::string tokenizer;     // folder with tokenizer.json, or the file (empty: the pipeline folder's,
+                               // else the tokenizer inside a llama.cpp GGUF text encoder)
     int threads = 0;          // <= 0: QUILL_THREADS or all cores
     DeviceChoice device = DeviceChoice::kAuto;
   };

@@ -61,9 +61,8 @@ class Flux2ImageGenerator final : public ImageGenerator {
           .with_file(o.vae);
     QUILL_RETURN_IF_ERROR(read_pipeline_settings(o.transformer));
     if (!o.text_encoder.empty() || !o.tokenizer.empty()) {
-      if (o.text_encoder.empty() || o.tokenizer.empty())
-        return invalid_argument("prompts need both a text encoder and a tokenizer (got ",
-                                o.text_encoder.empty() ? "only a tokenizer" : "only a text encoder", ")");
+      if (o.text_encoder.empty())
+        return invalid_argument("a tokenizer without a text encoder: prompts need the Qwen3 text encoder too");
       QUILL_ASSIGN_OR_RETURN(prompts_, Flux2PromptEncoder::open(o.text_encoder, o.tokenizer, *pool_));
       prompts_->ops().set_primary(device_.gpu.get());
       if (prompts_->embed_dim() != c.joint_attention_dim)

@@ -28,8 +28,9 @@ int run(const Options& o) {
     if (te.empty()) te = (fs::path(o.model) / "text_encoder").string();
     if (tok.empty()) tok = (fs::path(o.model) / "tokenizer").string();
   }
-  if (te.empty() || tok.empty())
-    return report_error(invalid_argument("give --model (a klein pipeline folder) or --text-encoder and --tokenizer"));
+  if (te.empty())
+    return report_error(invalid_argument("give --model (a klein pipeline folder) or --text-encoder (with --tokenizer "
+                                         "unless it is a llama.cpp GGUF, which carries its tokenizer)"));
   ThreadPool pool(o.threads > 0 ? o.threads : default_thread_count());
   const auto t0 = std::chrono::steady_clock::now();
   auto enc = Flux2PromptEncoder::open(te, tok, pool);
@@ -60,8 +61,9 @@ int run(const Options& o) {
 Runner setup(CLI::App& sub) {
   auto o = std::make_shared<Options>();
   sub.add_option("--model", o->model, "a FLUX.2 [klein] pipeline folder (its text_encoder/ and tokenizer/)");
-  sub.add_option("--text-encoder", o->text_encoder, "Qwen3 text encoder folder");
-  sub.add_option("--tokenizer", o->tokenizer, "tokenizer folder or tokenizer.json");
+  sub.add_option("--text-encoder", o->text_encoder, "Qwen3 text encoder: folder, .safetensors or .gguf");
+  sub.add_option("--tokenizer", o->tokenizer,
+                 "tokenizer folder or tokenizer.json (default: the one in a llama.cpp GGUF text encoder)");
   sub.add_option("--prompt", o->prompt, "the prompt")->required();
   sub.add_option("--negative-prompt", o->negative_prompt, "also write negative_prompt_embeds for this text")
       ->each([o](const std::string&) { o->has_negative = true; });

@@ -229,8 +229,8 @@ Runner setup(CLI::App& sub) {
       ->each([o](const std::string&) { o->has_prompt = true; });
   sub.add_option("--negative-prompt", o->negative_prompt, "with --prompt and guidance on: the negative (default \"\")")
       ->each([o](const std::string&) { o->has_negative_prompt = true; });
-  sub.add_option("--text-encoder", o->text_encoder, "Qwen3 text encoder folder (default: the pipeline folder's)");
-  sub.add_option("--tokenizer", o->tokenizer, "tokenizer folder or tokenizer.json (default: the pipeline folder's)");
+  sub.add_option("--text-encoder", o->text_encoder, "Qwen3 text encoder: folder, .safetensors or .gguf (default: the pipeline folder's)");
+  sub.add_option("--tokenizer", o->tokenizer, "tokenizer folder or tokenizer.json (default: the pipeline folder's, or the one in a llama.cpp GGUF text encoder)");
   sub.add_option("--cond", o->cond,
                  "instead of --prompt, safetensors with the text conditioning: SD3 encoder_hidden_states [B,T,J] + "
                  "pooled_projections [B,P]; FLUX.2 prompt_embeds [B,T,J] (+ negative_prompt_embeds for CFG)");

@@ -6,6 +6,7 @@
 
 #include "core/arena.h"
 #include "io/json_util.h"
+#include "models/qwen3_weight_names.h"
 
 namespace quill {
 
@@ -77,15 +78,24 @@ std::string Qwen3Bucket::to_string() const { return str_cat("batch ", batch, ", 
 Result<std::unique_ptr<Qwen3Encoder>> Qwen3Encoder::load(std::shared_ptr<ModelFiles> files, int64_t layers_needed) {
   std::unique_ptr<Qwen3Encoder> m(new Qwen3Encoder());
   m->files_ = files;
-  if (!files->has_config()) return not_found("the Qwen3 text encoder has no config.json").with_file(files->path());
-  QUILL_ASSIGN_OR_RETURN(m->cfg_, Qwen3Config::from_json(files->config(), files->config_path()));
+  const Qwen3WeightNames names(*files);
+  if (names.llama_cpp()) {
+    // llama.cpp GGUF: the config is in its qwen3.* metadata, the vocabulary size in token_embd.
+    QUILL_ASSIGN_OR_RETURN(Tensor embd, files->get("token_embd.weight"));
+    if (embd.shape().rank() != 2)
+      return invalid_file("token_embd.weight has shape ", embd.shape().to_string(), " (expected 2-D)")
+          .with_file(files->path());
+    QUILL_ASSIGN_OR_RETURN(m->cfg_, qwen3_config_from_gguf_metadata(files->config(), embd.shape()[0], files->path()));
+  } else {
+    if (!files->has_config()) return not_found("the Qwen3 text encoder has no config.json").with_file(files->path());
+    QUILL_ASSIGN_OR_RETURN(m->cfg_, Qwen3Config::from_json(files->config(), files->config_path()));
+  }
   const Qwen3Config& c = m->cfg_;
   if (layers_needed < 0 || layers_needed > c.num_hidden_layers)
     return invalid_argument("asked for ", layers_needed, " layers of a ", c.num_hidden_layers, "-layer encoder");
   const int64_t L = layers_needed ? layers_needed : c.num_hidden_layers;
-  // Qwen3ForCausalLM files name the base model "model."; Qwen3Model files do not.
-  const std::string p = files->has("model.embed_tokens.weight") ? "model." : "";
-  QUILL_ASSIGN_OR_RETURN(m->embed_tokens, files->get(p + "embed_tokens.weight", Shape{c.vocab_size, c.hidden_size}));
+  QUILL_ASSIGN_OR_RETURN(m->embed_tokens,
+                         files->get(names.module("embed_tokens") + ".weight", Shape{c.vocab_size, c.hidden_size}));
   if (!dtype_traits(m->embed_tokens.dtype()).is_float)
     return unsupported("embed_tokens in ", dtype_name(m->embed_tokens.dtype()), " (float types only)")
         .with_file(files->path());
@@ -93,19 +103,25 @@ Result<std::unique_ptr<Qwen3Encoder>> Qwen3Encoder::load(std::shared_ptr<ModelFi
                 F = c.intermediate_size;
   const bool bias = c.attention_bias;
   for (int64_t i = 0; i < L; ++i) {
-    const std::string l = str_cat(p, "layers.", i, ".");
+    const std::string l = str_cat("layers.", i, ".");
+    auto lin = [&](const char* name, int64_t in, int64_t out, bool b) {
+      return load_linear(*files, names.module(l + name), in, out, b);
+    };
+    auto norm = [&](const char* name, int64_t dim) {
+      return load_f32(*files, names.module(l + name) + ".weight", {dim});
+    };
     Layer y;
-    QUILL_ASSIGN_OR_RETURN(y.q_proj, load_linear(*files, l + "self_attn.q_proj", D, H * Dh, bias));
-    QUILL_ASSIGN_OR_RETURN(y.k_proj, load_linear(*files, l + "self_attn.k_proj", D, Hkv * Dh, bias));
-    QUILL_ASSIGN_OR_RETURN(y.v_proj, load_linear(*files, l + "self_attn.v_proj", D, Hkv * Dh, bias));
-    QUILL_ASSIGN_OR_RETURN(y.o_proj, load_linear(*files, l + "self_attn.o_proj", H * Dh, D, bias));
-    QUILL_ASSIGN_OR_RETURN(y.gate_proj, load_linear(*files, l + "mlp.gate_proj", D, F, false));
-    QUILL_ASSIGN_OR_RETURN(y.up_proj, load_linear(*files, l + "mlp.up_proj", D, F, false));
-    QUILL_ASSIGN_OR_RETURN(y.down_proj, load_linear(*files, l + "mlp.down_proj", F, D, false));
-    QUILL_ASSIGN_OR_RETURN(y.q_norm, load_f32(*files, l + "self_attn.q_norm.weight", {Dh}));
-    QUILL_ASSIGN_OR_RETURN(y.k_norm, load_f32(*files, l + "self_attn.k_norm.weight", {Dh}));
-    QUILL_ASSIGN_OR_RETURN(y.input_layernorm, load_f32(*files, l + "input_layernorm.weight", {D}));
-    QUILL_ASSIGN_OR_RETURN(y.post_attention_layernorm, load_f32(*files, l + "post_attention_layernorm.weight", {D}));
+    QUILL_ASSIGN_OR_RETURN(y.q_proj, lin("self_attn.q_proj", D, H * Dh, bias));
+    QUILL_ASSIGN_OR_RETURN(y.k_proj, lin("self_attn.k_proj", D, Hkv * Dh, bias));
+    QUILL_ASSIGN_OR_RETURN(y.v_proj, lin("self_attn.v_proj", D, Hkv * Dh, bias));
+    QUILL_ASSIGN_OR_RETURN(y.o_proj, lin("self_attn.o_proj", H * Dh, D, bias));
+    QUILL_ASSIGN_OR_RETURN(y.gate_proj, lin("mlp.gate_proj", D, F, false));
+    QUILL_ASSIGN_OR_RETURN(y.up_proj, lin("mlp.up_proj", D, F, false));
+    QUILL_ASSIGN_OR_RETURN(y.down_proj, lin("mlp.down_proj", F, D, false));
+    QUILL_ASSIGN_OR_RETURN(y.q_norm, norm("self_attn.q_norm", Dh));
+    QUILL_ASSIGN_OR_RETURN(y.k_norm, norm("self_attn.k_norm", Dh));
+    QUILL_ASSIGN_OR_RETURN(y.input_layernorm, norm("input_layernorm", D));
+    QUILL_ASSIGN_OR_RETURN(y.post_attention_layernorm, norm("post_attention_layernorm", D));
     m->layers_.push_back(std::move(y));
   }
   return m;

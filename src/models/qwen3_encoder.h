@@ -3,7 +3,8 @@
 // rotate-half RoPE, causal with right padding, SwiGLU MLP), returning the hidden states of chosen
 // layers (index 0 = the embedding output, i = after layer i), as FLUX.2 [klein] conditions on
 // hidden_states[9], [18], [27]. Layers past the last one asked for are not run; no KV cache.
-// Weight names are transformers' (`layers.N.self_attn.q_proj`, with or without a `model.` prefix).
+// Weights: transformers folders / safetensors / Quill GGUF, or llama.cpp GGUF (names and config
+// mapped in models/qwen3_weight_names.h).
 #pragma once
 
 #include <memory>

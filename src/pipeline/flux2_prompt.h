@@ -20,8 +20,9 @@ std::string klein_chat_prompt(const std::string& prompt);
 
 class Flux2PromptEncoder {
  public:
-  // `text_encoder`: a Qwen3 (ForCausalLM) folder; `tokenizer`: a folder with tokenizer.json (and
-  // tokenizer_config.json naming the pad token) or the tokenizer.json itself.
+  // `text_encoder`: a Qwen3 (ForCausalLM) folder or safetensors, a Quill GGUF of one, or a
+  // llama.cpp GGUF; `tokenizer`: a folder with tokenizer.json (and tokenizer_config.json naming the
+  // pad token) or the tokenizer.json itself; "" = the tokenizer in the llama.cpp GGUF's metadata.
   static Result<std::unique_ptr<Flux2PromptEncoder>> open(const std::string& text_encoder,
                                                           const std::string& tokenizer, ThreadPool& pool);
 

@@ -37,122 +37,148 @@ std::vector<std::string> byte_symbols() {
   return out;
 }
 
+std::optional<std::pair<std::string, std::string>> split_merge(const std::string& s) {
+  const size_t sp = s.find(' ');
+  if (sp == std::string::npos) return std::nullopt;
+  return std::make_pair(s.substr(0, sp), s.substr(sp + 1));
+}
+
 struct AddedToken {
   std::string content;
   int32_t id;
 };
 
+// tokenizer.json -> BpeParts: refuses what the parts cannot express, naming the field.
+Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string& src) {
+  auto field = [&](const nlohmann::json& obj, const char* key) -> const nlohmann::json* {
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  };
+  BpeParts parts;
+  // model: BPE
+  const nlohmann::json* model = field(j, "model");
+  if (!model || !model->is_object()) return invalid_file("tokenizer.json has no model").with_file(src);
+  if (const auto* t = field(*model, "type"); !t || *t != "BPE")
+    return unsupported("tokenizer model ", t ? dump_json(*t) : "(none)", " (only BPE)").with_file(src);
+  if (const auto* d = field(*model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
+    return unsupported("BPE dropout ", dump_json(*d)).with_file(src);
+  if (const auto* b = field(*model, "byte_fallback"); b && *b == true)
+    return unsupported("BPE byte_fallback").with_file(src);
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (const auto* v = field(*model, key); v && !(v->is_string() && v->get<std::string>().empty()))
+      return unsupported("BPE ", key, " ", dump_json(*v)).with_file(src);
+  if (const auto* im = field(*model, "ignore_merges")) parts.ignore_merges = im->is_boolean() && im->get<bool>();
+  const nlohmann::json* vocab = field(*model, "vocab");
+  if (!vocab || !vocab->is_object()) return invalid_file("BPE model has no vocab object").with_file(src);
+  for (const auto& [tok, id] : vocab->items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      return invalid_file("vocab id of ", dump_json(tok), " is not a non-negative integer").with_file(src);
+    parts.vocab.emplace_back(tok, int32_t(id.get<int64_t>()));
+  }
+  const nlohmann::json* merges = field(*model, "merges");
+  if (!merges || !merges->is_array()) return invalid_file("BPE model has no merges list").with_file(src);
+  for (const auto& m : *merges) {
+    if (m.is_string()) {  // "a b"
+      auto ab = split_merge(m.get<std::string>());
+      if (!ab) return invalid_file("merge ", dump_json(m), " is not \"a b\"").with_file(src);
+      parts.merges.push_back(std::move(*ab));
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      parts.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    } else {
+      return invalid_file("merge ", dump_json(m), " is neither \"a b\" nor [a, b]").with_file(src);
+    }
+  }
+  // added tokens
+  if (const auto* added = field(j, "added_tokens")) {
+    if (!added->is_array()) return invalid_file("added_tokens is not a list").with_file(src);
+    for (const auto& t : *added) {
+      if (!t.is_object()) return invalid_file("added token ", dump_json(t), " is not an object").with_file(src);
+      for (const char* flag : {"lstrip", "rstrip", "single_word"})
+        if (const auto* f = field(t, flag); f && *f == true)
+          return unsupported("added token ", dump_json(t.value("content", "")), " with ", flag).with_file(src);
+      if (!t.contains("content") || !t["content"].is_string() || !t.contains("id") || !t["id"].is_number_integer() ||
+          t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > std::numeric_limits<int32_t>::max())
+        return invalid_file("added token without content or a valid id: ", dump_json(t)).with_file(src);
+      parts.added.emplace_back(t["content"].get<std::string>(), int32_t(t["id"].get<int64_t>()));
+    }
+  }
+  // normalizer
+  if (const auto* n = field(j, "normalizer")) {
+    if (!n->is_object() || n->value("type", "") != "NFC")
+      return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
+    parts.nfc = true;
+  }
+  // pre-tokenizer: [Split(Regex, Isolated)] + ByteLevel
+  const nlohmann::json* pre = field(j, "pre_tokenizer");
+  if (!pre || !pre->is_object()) return unsupported("a BPE tokenizer without a pre-tokenizer").with_file(src);
+  std::vector<nlohmann::json> steps;
+  if (pre->value("type", "") == "Sequence" && pre->contains("pretokenizers") && (*pre)["pretokenizers"].is_array())
+    steps.assign((*pre)["pretokenizers"].begin(), (*pre)["pretokenizers"].end());
+  else
+    steps.push_back(*pre);
+  bool byte_level = false;
+  for (const auto& s : steps) {
+    if (!s.is_object()) return invalid_file("pre-tokenizer ", dump_json(s), " is not an object").with_file(src);
+    const std::string type = s.value("type", "");
+    if (type == "Split") {
+      if (!parts.pattern.empty()) return unsupported("more than one Split pre-tokenizer").with_file(src);
+      if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
+        return unsupported("Split pre-tokenizer ", dump_json(s), " (only Isolated, not inverted)").with_file(src);
+      if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
+          !s["pattern"]["Regex"].is_string())
+        return unsupported("Split pattern ", dump_json(s.value("pattern", nlohmann::json())), " (only Regex)")
+            .with_file(src);
+      parts.pattern = s["pattern"]["Regex"].get<std::string>();
+    } else if (type == "ByteLevel") {
+      if (s.value("add_prefix_space", false)) return unsupported("ByteLevel add_prefix_space").with_file(src);
+      if (s.value("use_regex", true)) {
+        if (!parts.pattern.empty()) return unsupported("a Split regex and ByteLevel's own regex").with_file(src);
+        parts.pattern = kGpt2Pattern;
+      }
+      byte_level = true;
+    } else {
+      return unsupported("pre-tokenizer ", dump_json(type)).with_file(src);
+    }
+  }
+  if (!byte_level) return unsupported("a BPE tokenizer without ByteLevel").with_file(src);
+  return parts;
+}
+
 class BpeTokenizerImpl final : public BpeTokenizer {
  public:
-  Status load(const nlohmann::json& j, const std::string& src) {
-    auto field = [&](const nlohmann::json& obj, const char* key) -> const nlohmann::json* {
-      auto it = obj.find(key);
-      return it == obj.end() || it->is_null() ? nullptr : &*it;
-    };
-    // model: BPE
-    const nlohmann::json* model = field(j, "model");
-    if (!model || !model->is_object()) return invalid_file("tokenizer.json has no model").with_file(src);
-    if (const auto* t = field(*model, "type"); !t || *t != "BPE")
-      return unsupported("tokenizer model ", t ? dump_json(*t) : "(none)", " (only BPE)").with_file(src);
-    if (const auto* d = field(*model, "dropout"); d && !(d->is_number() && d->get<double>() == 0.0))
-      return unsupported("BPE dropout ", dump_json(*d)).with_file(src);
-    if (const auto* b = field(*model, "byte_fallback"); b && *b == true)
-      return unsupported("BPE byte_fallback").with_file(src);
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-      if (const auto* v = field(*model, key); v && !(v->is_string() && v->get<std::string>().empty()))
-        return unsupported("BPE ", key, " ", dump_json(*v)).with_file(src);
-    if (const auto* im = field(*model, "ignore_merges")) ignore_merges_ = im->is_boolean() && im->get<bool>();
-    const nlohmann::json* vocab = field(*model, "vocab");
-    if (!vocab || !vocab->is_object()) return invalid_file("BPE model has no vocab object").with_file(src);
-    for (const auto& [tok, id] : vocab->items()) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
-        return invalid_file("vocab id of ", dump_json(tok), " is not a non-negative integer").with_file(src);
-      vocab_.emplace(tok, int32_t(id.get<int64_t>()));
-      max_id_ = std::max<int64_t>(max_id_, id.get<int64_t>());
+  Status init(const BpeParts& parts, const std::string& src) {
+    for (const auto& [tok, id] : parts.vocab) {
+      if (id < 0) return invalid_file("vocab id of ", dump_json(tok), " is negative").with_file(src);
+      vocab_.emplace(tok, id);
+      max_id_ = std::max<int64_t>(max_id_, id);
     }
-    const nlohmann::json* merges = field(*model, "merges");
-    if (!merges || !merges->is_array()) return invalid_file("BPE model has no merges list").with_file(src);
     int32_t rank = 0;
-    for (const auto& m : *merges) {
-      std::string a, b;
-      if (m.is_string()) {  // "a b"
-        const std::string s = m.get<std::string>();
-        const size_t sp = s.find(' ');
-        if (sp == std::string::npos) return invalid_file("merge ", dump_json(m), " is not \"a b\"").with_file(src);
-        a = s.substr(0, sp);
-        b = s.substr(sp + 1);
-      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-        a = m[0].get<std::string>();
-        b = m[1].get<std::string>();
-      } else {
-        return invalid_file("merge ", dump_json(m), " is neither \"a b\" nor [a, b]").with_file(src);
-      }
+    for (const auto& [a, b] : parts.merges) {
       auto ia = vocab_.find(a), ib = vocab_.find(b), iab = vocab_.find(a + b);
       if (ia == vocab_.end() || ib == vocab_.end() || iab == vocab_.end())
-        return invalid_file("merge ", dump_json(m), " uses or makes a token outside the vocab").with_file(src);
+        return invalid_file("merge ", dump_json(a + " " + b), " uses or makes a token outside the vocab")
+            .with_file(src);
       merges_.emplace(pair_key(ia->second, ib->second), std::make_pair(rank++, iab->second));
     }
-    // added tokens
-    if (const auto* added = field(j, "added_tokens")) {
-      for (const auto& t : *added) {
-        for (const char* flag : {"lstrip", "rstrip", "single_word"})
-          if (const auto* f = field(t, flag); f && *f == true)
-            return unsupported("added token ", dump_json(t.value("content", "")), " with ", flag).with_file(src);
-        if (!t.contains("content") || !t["content"].is_string() || !t.contains("id") || !t["id"].is_number_integer())
-          return invalid_file("added token without content or id: ", dump_json(t)).with_file(src);
-        const std::string content = t["content"].get<std::string>();
-        if (content.empty()) return invalid_file("empty added token").with_file(src);
-        added_.push_back({content, int32_t(t["id"].get<int64_t>())});
-        max_id_ = std::max<int64_t>(max_id_, t["id"].get<int64_t>());
-      }
+    for (const auto& [content, id] : parts.added) {
+      if (content.empty()) return invalid_file("empty added token").with_file(src);
+      if (id < 0) return invalid_file("added token ", dump_json(content), " has a negative id").with_file(src);
+      added_.push_back({content, id});
+      max_id_ = std::max<int64_t>(max_id_, id);
     }
-    // normalizer
-    if (const auto* n = field(j, "normalizer")) {
-      if (!n->is_object() || n->value("type", "") != "NFC")
-        return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
+    ignore_merges_ = parts.ignore_merges;
+    if (parts.nfc) {
       UErrorCode err = U_ZERO_ERROR;
       nfc_ = icu::Normalizer2::getNFCInstance(err);
       if (U_FAILURE(err)) return internal_error("ICU NFC normaliser: ", u_errorName(err));
     }
-    // pre-tokenizer: [Split(Regex, Isolated)] + ByteLevel
-    const nlohmann::json* pre = field(j, "pre_tokenizer");
-    if (!pre) return unsupported("a BPE tokenizer without a pre-tokenizer").with_file(src);
-    std::vector<nlohmann::json> steps;
-    if (pre->value("type", "") == "Sequence" && pre->contains("pretokenizers"))
-      steps.assign((*pre)["pretokenizers"].begin(), (*pre)["pretokenizers"].end());
-    else
-      steps.push_back(*pre);
-    bool byte_level = false;
-    std::string pattern;
-    for (const auto& s : steps) {
-      const std::string type = s.value("type", "");
-      if (type == "Split") {
-        if (!pattern.empty()) return unsupported("more than one Split pre-tokenizer").with_file(src);
-        if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
-          return unsupported("Split pre-tokenizer ", dump_json(s), " (only Isolated, not inverted)").with_file(src);
-        if (!s.contains("pattern") || !s["pattern"].contains("Regex") || !s["pattern"]["Regex"].is_string())
-          return unsupported("Split pattern ", dump_json(s.value("pattern", nlohmann::json())), " (only Regex)")
-              .with_file(src);
-        pattern = s["pattern"]["Regex"].get<std::string>();
-      } else if (type == "ByteLevel") {
-        if (s.value("add_prefix_space", false)) return unsupported("ByteLevel add_prefix_space").with_file(src);
-        if (s.value("use_regex", true)) {
-          if (!pattern.empty()) return unsupported("a Split regex and ByteLevel's own regex").with_file(src);
-          pattern = kGpt2Pattern;
-        }
-        byte_level = true;
-      } else {
-        return unsupported("pre-tokenizer ", dump_json(type)).with_file(src);
-      }
-    }
-    if (!byte_level) return unsupported("a BPE tokenizer without ByteLevel").with_file(src);
-    if (!pattern.empty()) {
+    if (!parts.pattern.empty()) {
       UErrorCode err = U_ZERO_ERROR;
       UParseError pe{};
-      regex_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(pattern), 0, pe, err));
+      regex_.reset(icu::RegexPattern::compile(icu::UnicodeString::fromUTF8(parts.pattern), 0, pe, err));
       if (U_FAILURE(err))
         return invalid_file("pre-tokenizer regex does not compile (", u_errorName(err), " at offset ", pe.offset,
-                            "): ", pattern)
+                            "): ", parts.pattern)
             .with_file(src);
     }
     bytes_ = byte_symbols();
@@ -283,13 +309,18 @@ class BpeTokenizerImpl final : public BpeTokenizer {
 
 }  // namespace
 
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::from_parts(const BpeParts& parts, const std::string& source) {
+  auto t = std::make_unique<BpeTokenizerImpl>();
+  QUILL_RETURN_IF_ERROR(t->init(parts, source));
+  return std::unique_ptr<BpeTokenizer>(std::move(t));
+}
+
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::from_json(std::string_view json, const std::string& source) {
   auto j = parse_json_checked(json, "tokenizer.json", 256);
   if (!j) return j.take_status().with_file(source);
   if (!j->is_object()) return invalid_file("tokenizer.json is not a JSON object").with_file(source);
-  auto t = std::make_unique<BpeTokenizerImpl>();
-  QUILL_RETURN_IF_ERROR(t->load(*j, source));
-  return std::unique_ptr<BpeTokenizer>(std::move(t));
+  QUILL_ASSIGN_OR_RETURN(BpeParts parts, parse_tokenizer_json(*j, source));
+  return from_parts(parts, source);
 }
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::from_file(const std::string& path) {

@@ -212,5 +212,43 @@ TEST(GenerateFlux2Cli, EncodePromptWritesDiffusersPromptEmbeds) {
   EXPECT_EQ(missing.code, 2) << missing.err;
 }
 
+TEST(GenerateFlux2Cli, LlamaCppGgufTextEncoderCarriesItsTokenizer) {
+  // The prompt fixture's encoder as a llama.cpp-style GGUF (bf16, tokenizer in tokenizer.ggml.*,
+  // tools/make_gguf_text_fixtures.py): no --tokenizer needed.
+  testing::TempDir dir;
+  const std::string gguf = test::fixture("flux2/prompt_models/text_encoder.gguf");
+  CliRun r = quill_cli("encode-prompt --text-encoder '" + gguf + "' --prompt 'a red fox in snow' -o '" +
+                           dir.file("e.safetensors") + "'",
+                       dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto got = SafetensorsFile::open(dir.file("e.safetensors")).value()->tensor("prompt_embeds").value().to_f32_vector();
+  const auto want = SafetensorsFile::open(test::fixture("flux2/prompt_distilled/expected.safetensors"))
+                        .value()
+                        ->tensor("prompt_embeds")
+                        .value()
+                        .to_f32_vector();
+  std::printf("bf16 GGUF text encoder: prompt_embeds rel_l2 %.3g, cosine %.6f\n", test::rel_l2(got, want),
+              test::cosine(got, want));
+  EXPECT_LE(test::rel_l2(got, want), 0.02);  // bf16 weights against the f32 reference (0.0072 here)
+
+  // generate: a pipeline folder without text_encoder/ or tokenizer/, and the GGUF.
+  const std::string p = dir.file("klein");
+  fs::create_directories(p);
+  fs::copy(test::fixture("flux2/prompt_models/transformer"), p + "/transformer", fs::copy_options::recursive);
+  fs::copy(test::fixture("flux2/pipeline_models/vae"), p + "/vae", fs::copy_options::recursive);
+  std::ofstream(p + "/model_index.json") << "{\"_class_name\": \"Flux2KleinPipeline\", \"is_distilled\": true}\n";
+  CliRun g = quill_cli("generate --model '" + p + "' --text-encoder '" + gguf + "' --prompt 'a red fox in snow' --steps 2 -o '" +
+                           dir.file("fox.png") + "'",
+                       dir);
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_TRUE(fs::exists(dir.file("fox.png")));
+  // A safetensors encoder has no tokenizer in it: said so.
+  CliRun no_tok = quill_cli("encode-prompt --text-encoder '" + test::fixture("flux2/prompt_models/text_encoder") +
+                                "' --prompt x -o '" + dir.file("n.safetensors") + "'",
+                            dir);
+  EXPECT_EQ(no_tok.code, 2) << no_tok.err;
+  EXPECT_NE(no_tok.err.find("no tokenizer given"), std::string::npos) << no_tok.err;
+}
+
 }  // namespace
 }  // namespace quill

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "io/gguf.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "quant/quantize_model.h"
@@ -22,10 +23,12 @@ struct Case {
   std::shared_ptr<SafetensorsFile> expected;
 };
 
-Case open_case(ThreadPool& pool, int64_t layers_needed) {
+// `weights`: the folder (transformers names) or one of its llama.cpp GGUF copies
+// (tools/make_gguf_text_fixtures.py).
+Case open_case(ThreadPool& pool, int64_t layers_needed, const std::string& weights = "") {
   Case c;
   const std::string dir = test::fixture("qwen3/tiny28");
-  auto files = ModelFiles::open(dir);
+  auto files = ModelFiles::open(weights.empty() ? dir : dir + "/" + weights);
   EXPECT_TRUE(files.is_ok()) << files.status().to_string();
   if (!files) return c;
   auto model = Qwen3Encoder::load(*files, layers_needed);
@@ -85,6 +88,59 @@ TEST(Qwen3Encoder, Q8EncoderFromQuillQuantizeIsClose) {
   ASSERT_TRUE(engine.forward(ref.bucket, ref.ids.data(), ref.valid.data(), std::vector<int64_t>{9, 18, 27}, got.data())
                   .is_ok());
   EXPECT_GE(test::cosine(got, want), 0.999);
+}
+
+TEST(Qwen3Encoder, LlamaCppGgufMatchesTransformers) {
+  // The same weights written by gguf-py with llama.cpp's names (blk.N.attn_q, token_embd, ...) and
+  // the config only in qwen3.* metadata.
+  ThreadPool pool(2);
+  Case c = open_case(pool, 27, "llamacpp-f32.gguf");
+  ASSERT_TRUE(c.engine);
+  const Qwen3Config& cfg = c.engine->model().config();
+  EXPECT_EQ(cfg.vocab_size, 1000);
+  EXPECT_EQ(cfg.num_key_value_heads, 2);
+  EXPECT_EQ(cfg.head_dim, 8);
+  EXPECT_EQ(cfg.rope_theta, 1e6);
+  const auto want = c.expected->tensor("prompt_embeds").value().to_f32_vector();
+  std::vector<float> got(want.size(), NAN);
+  ASSERT_TRUE(
+      c.engine->forward(c.bucket, c.ids.data(), c.valid.data(), std::vector<int64_t>{9, 18, 27}, got.data()).is_ok());
+  const double rel = test::rel_l2(got, want);
+  std::printf("qwen3 tiny28 llama.cpp GGUF f32 rel_l2 %.3g\n", rel);
+  EXPECT_LE(rel, 1e-4);
+
+  // gguf-py's own Q8_0 blocks (and an f16 token_embd) read as Quill's q8_0.
+  Case q = open_case(pool, 27, "llamacpp-q8_0.gguf");
+  ASSERT_TRUE(q.engine);
+  std::vector<float> gq(want.size(), NAN);
+  ASSERT_TRUE(
+      q.engine->forward(q.bucket, q.ids.data(), q.valid.data(), std::vector<int64_t>{9, 18, 27}, gq.data()).is_ok());
+  std::printf("qwen3 tiny28 llama.cpp GGUF q8_0 cosine %.6f\n", test::cosine(gq, want));
+  EXPECT_GE(test::cosine(gq, want), 0.999);
+}
+
+TEST(Qwen3Encoder, LlamaCppGgufMetadataErrorsNameTheKey) {
+  // A GGUF with llama.cpp names but a hostile or foreign config is refused, naming the key.
+  const std::string src = test::fixture("qwen3/tiny28/llamacpp-f32.gguf");
+  auto g = GgufFile::open(src).value();
+  const std::pair<const char*, std::pair<GgufValue, const char*>> edits[] = {
+      {"general.architecture", {GgufValue::string("llama"), "expected \"qwen3\""}},
+      {"qwen3.attention.head_count_kv", {GgufValue::u32(3), "not a multiple"}},
+      {"qwen3.embedding_length", {GgufValue::string("32"), "must be an integer"}},
+      {"qwen3.rope.freq_base", {GgufValue::f32(-1.0f), "rope.freq_base"}},
+      {"qwen3.block_count", {GgufValue::u32(0), "out of range"}},
+  };
+  testing::TempDir dir;
+  for (const auto& [key, edit] : edits) {
+    GgufWriter w;
+    for (const auto& [k, v] : g->metadata()) ASSERT_TRUE(w.add(k, k == key ? edit.first : v).is_ok());
+    for (const auto& t : g->tensors()) ASSERT_TRUE(w.add_tensor(t.name, g->tensor(t.name).value()).is_ok());
+    const std::string path = dir.file(std::string(key) + ".gguf");  // a new file: outputs never replace inputs
+    ASSERT_TRUE(w.write(path).is_ok());
+    auto m = Qwen3Encoder::load(ModelFiles::open(path).value(), 27);
+    ASSERT_FALSE(m.is_ok()) << key;
+    EXPECT_NE(m.status().to_string().find(edit.second), std::string::npos) << key << ": " << m.status().to_string();
+  }
 }
 
 TEST(Qwen3Encoder, BadIdsAndLayersAreRefused) {

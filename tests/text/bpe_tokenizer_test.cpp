@@ -4,18 +4,45 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "io/gguf.h"
 #include "support/test_util.h"
 #include "text/bpe_tokenizer.h"
 
 namespace quill {
 namespace {
 
-TEST(BpeTokenizer, IdsEqualHuggingFaceTokenizers) {
-  auto tok = BpeTokenizer::from_file(test::fixture("tokenizer/tokenizer.json"));
-  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+std::unique_ptr<BpeTokenizer> from_gguf(const std::string& path) {
+  auto g = GgufFile::open(path);
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  if (!g) return nullptr;
+  auto parts = bpe_parts_from_gguf_metadata((*g)->metadata_json(), path);
+  EXPECT_TRUE(parts.is_ok()) << parts.status().to_string();
+  if (!parts) return nullptr;
+  auto tok = BpeTokenizer::from_parts(*parts, path);
+  EXPECT_TRUE(tok.is_ok()) << tok.status().to_string();
+  return tok ? std::move(*tok) : nullptr;
+}
+
+class BpeTokenizerIds : public ::testing::TestWithParam<const char*> {};
+
+// The same cases through tokenizer.json and through the vocab-only GGUF gguf-py wrote from it
+// (tools/make_gguf_text_fixtures.py: tokenizer.ggml.tokens / token_type / merges, pre "qwen2").
+TEST_P(BpeTokenizerIds, IdsEqualHuggingFaceTokenizers) {
+  const std::string file = test::fixture(std::string("tokenizer/") + GetParam());
+  std::unique_ptr<BpeTokenizer> t;
+  if (file.ends_with(".gguf")) {
+    t = from_gguf(file);
+  } else {
+    auto r = BpeTokenizer::from_file(file);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    t = std::move(*r);
+  }
+  ASSERT_TRUE(t);
+  const std::unique_ptr<BpeTokenizer>* tok = &t;
   nlohmann::json j;
   std::ifstream(test::fixture("tokenizer/cases.json")) >> j;
   const auto& cases = j["cases"];
@@ -34,24 +61,52 @@ TEST(BpeTokenizer, IdsEqualHuggingFaceTokenizers) {
   EXPECT_EQ((*tok)->token_to_id("<|im_start|>"), std::optional<int32_t>(1));
 }
 
-TEST(BpeTokenizer, RefusesWhatItDoesNotImplement) {
-  const std::pair<const char*, const char*> bad[] = {
-      {R"({"model": {"type": "WordPiece"}})", "only BPE"},
-      {R"({"model": {"type": "BPE", "vocab": {}, "merges": [], "byte_fallback": true}})", "byte_fallback"},
-      {R"({"normalizer": {"type": "Lowercase"}, "model": {"type": "BPE", "vocab": {}, "merges": []},
-           "pre_tokenizer": {"type": "ByteLevel"}})", "normalizer"},
-      {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})", "outside the vocab"},
-      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Whitespace"}})",
-       "pre-tokenizer"},
+INSTANTIATE_TEST_SUITE_P(Files, BpeTokenizerIds, ::testing::Values("tokenizer.json", "tokenizer.gguf"),
+                         [](const auto& info) { return std::string(info.param).ends_with(".gguf") ? "Gguf" : "Json"; });
+
+TEST(BpeTokenizer, GgufMetadataIsCheckedNamingTheKey) {
+  auto g = GgufFile::open(test::fixture("tokenizer/tokenizer.gguf")).value();
+  const nlohmann::json good = g->metadata_json();
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit, const char* phrase) {
+    nlohmann::json m = good;
+    edit(m);
+    auto p = bpe_parts_from_gguf_metadata(m, "t.gguf");
+    ASSERT_FALSE(p.is_ok()) << phrase;
+    EXPECT_NE(p.status().to_string().find(phrase), std::string::npos) << p.status().to_string();
   };
-  for (const auto& [json, phrase] : bad) {
-    auto t = BpeTokenizer::from_json(json, "t.json");
-    ASSERT_FALSE(t.is_ok()) << json;
-    EXPECT_NE(t.status().to_string().find(phrase), std::string::npos) << t.status().to_string();
-  }
-  auto tok = BpeTokenizer::from_file(test::fixture("tokenizer/tokenizer.json"));
-  ASSERT_TRUE(tok.is_ok());
-  EXPECT_FALSE((*tok)->encode("bad \xff byte").is_ok());
+  expect_error([](nlohmann::json& m) { m["tokenizer.ggml.model"] = "llama"; }, "only \"gpt2\"");
+  expect_error([](nlohmann::json& m) { m["tokenizer.ggml.pre"] = "llama-bpe"; }, "tokenizer.ggml.pre");
+  expect_error([](nlohmann::json& m) { m.erase("tokenizer.ggml.pre"); }, "(missing)");
+  expect_error([](nlohmann::json& m) { m["tokenizer.ggml.token_type"].erase(0); }, "one type per token");
+  expect_error([](nlohmann::json& m) { m["tokenizer.ggml.merges"][3] = "nospace"; }, "merges[3]");
+  expect_error([](nlohmann::json& m) { m["tokenizer.ggml.tokens"][7] = 5; }, "tokens[7]");
+  // A merge of tokens that are not in the vocabulary is refused when the tokenizer is built.
+  nlohmann::json m = good;
+  m["tokenizer.ggml.merges"][0] = "\u00e5\u00e5\u00e5 zzzz";
+  auto parts = bpe_parts_from_gguf_metadata(m, "t.gguf");
+  ASSERT_TRUE(parts.is_ok());
+  EXPECT_FALSE(BpeTokenizer::from_parts(*parts, "t.gguf").is_ok());
+}
+
+TEST(BpeTokenizer, GgufPadFillersAreNotAddedTokens) {
+  // convert_hf_to_gguf.py writes "[PAD<id>]" (USER_DEFINED) for ids past the tokenizer's own, up to
+  // the model's vocab_size; the tokenizer it came from never matches them in text, so neither does
+  // this one. A user-defined token that is not such a filler is matched whole.
+  auto g = GgufFile::open(test::fixture("tokenizer/tokenizer.gguf")).value();
+  nlohmann::json m = g->metadata_json();
+  const int64_t n = int64_t(m["tokenizer.ggml.tokens"].size());
+  m["tokenizer.ggml.tokens"].push_back("[PAD" + std::to_string(n) + "]");
+  m["tokenizer.ggml.token_type"].push_back(4);
+  m["tokenizer.ggml.tokens"].push_back("[PAD7]");
+  m["tokenizer.ggml.token_type"].push_back(4);
+  auto parts = bpe_parts_from_gguf_metadata(m, "t.gguf");
+  ASSERT_TRUE(parts.is_ok()) << parts.status().to_string();
+  auto tok = BpeTokenizer::from_parts(*parts, "t.gguf").value();
+  auto json = BpeTokenizer::from_file(test::fixture("tokenizer/tokenizer.json")).value();
+  const std::string filler = "a [PAD" + std::to_string(n) + "] b";
+  EXPECT_EQ(tok->encode(filler).value(), json->encode(filler).value());
+  EXPECT_EQ(tok->encode("x[PAD7]").value().back(), int32_t(n + 1));
+  EXPECT_EQ(tok->vocab_size(), n + 2);
 }
 
 }  // namespace
