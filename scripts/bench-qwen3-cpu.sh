@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # FLUX.2 [klein]'s text encoder at Qwen3-4B shapes (random weights, tools/bench_torch_qwen3.py; the
 # 27 layers klein reads), one 512-token prompt, side by side in one run: torch bf16 (transformers)
-# vs `quill encode-prompt` on the bf16 weights and on a q8_0 GGUF (`quill quantize`), exact and A8
-# (int8 activations); medians of RUNS fresh processes' encode times (load not counted) and peak RSS.
+# vs `quill encode-prompt` on the bf16 weights and on a q8_0 GGUF (`quill quantize`), each exact and
+# A8 (QUILL_TERNARY_MODE=a8: int8 activations for q8_0, bf16 activations through oneDNN for bf16); medians of RUNS fresh processes' encode times (load not counted) and peak RSS.
 # Usage: scripts/bench-qwen3-cpu.sh [threads] [runs]     (DIR=build/qwen3_4b by default, ~7 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,13 +30,15 @@ quill_runs() {  # $1 model; prints "median_ms peak_mib"
 $(printf '%s\n' "${rss[@]}" | sort -g | tail -1)"
 }
 echo "== quill bf16" >&2;      B=$(quill_runs "$DIR")
+echo "== quill bf16 A8 (oneDNN bf16 activations)" >&2; BA=$(QUILL_TERNARY_MODE=a8 quill_runs "$DIR")
 echo "== quill q8_0 exact" >&2; X=$(quill_runs "$DIR.q8.gguf")
 echo "== quill q8_0 A8" >&2;    A=$(QUILL_TERNARY_MODE=a8 quill_runs "$DIR.q8.gguf")
-"$PY" - "$TORCH" "$B" "$X" "$A" <<'PYEOF'
+"$PY" - "$TORCH" "$B" "$BA" "$X" "$A" <<'PYEOF'
 import json, sys
 t = json.loads(sys.argv[1])
 rows = [("torch bf16 (transformers)", t["median_s"], t["peak_rss_bytes"] / 2**20)]
-for name, s in (("Quill bf16", sys.argv[2]), ("Quill q8_0 exact", sys.argv[3]), ("Quill q8_0 A8", sys.argv[4])):
+for name, s in (("Quill bf16 exact", sys.argv[2]), ("Quill bf16 A8 (bf16 activations)", sys.argv[3]),
+                ("Quill q8_0 exact", sys.argv[4]), ("Quill q8_0 A8", sys.argv[5])):
     ms, mib = (float(v) for v in s.split())
     rows.append((name, ms / 1e3, mib))
 cpu = open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()

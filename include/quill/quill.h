@@ -26,7 +26,8 @@ const char* version();
 // detected from its files (config `_class_name`, GGUF metadata or tensor names) and looked up in
 // a registry (src/api/image_model_registry.cpp); today: SD3Transformer2DModel (SD3 / SD3.5) and
 // Flux2Transformer2DModel (FLUX.2 [klein] / [dev], with AutoencoderKLFlux2). Conditioning is
-// precomputed (text encoders come later). Thread-safety: generate() may be called
+// precomputed, or made from text prompts by the model's own text encoder (FLUX.2 [klein]'s Qwen3:
+// encode_prompts, generate_from_prompts). Thread-safety: generate() may be called
 // from several threads; calls run one at a time.
 class ImageGenerator {
  public:
@@ -99,6 +100,10 @@ class ImageGenerator {
     (void)prompts;
     return unsupported(info().architecture, ": no text encoder loaded; pass precomputed conditioning");
   }
+  // Prompts in, images out: encode_prompts(prompts), and when guidance applies the negatives (one
+  // per prompt; none given = the empty prompt, as diffusers), then generate().
+  Result<Output> generate_from_prompts(const std::vector<std::string>& prompts, const Options& options,
+                                       const std::vector<std::string>& negative_prompts = {});
   // Ops run per kind and device (transformer and VAE), for --diag.
   virtual std::string op_counts() const = 0;
 };

@@ -78,4 +78,21 @@ Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const std::string& 
   return open(o);
 }
 
+Result<ImageGenerator::Output> ImageGenerator::generate_from_prompts(const std::vector<std::string>& prompts,
+                                                                    const Options& options,
+                                                                    const std::vector<std::string>& negative_prompts) {
+  if (prompts.empty()) return invalid_argument("no prompts");
+  if (!negative_prompts.empty() && negative_prompts.size() != prompts.size())
+    return invalid_argument("negative prompts: give one per prompt or none (got ", negative_prompts.size(), " for ",
+                            prompts.size(), " prompts)");
+  const float cfg = options.guidance_scale >= 0.0f ? options.guidance_scale : info().default_guidance;
+  const bool guided = cfg > 1.0f && !info().guidance_distilled;
+  QUILL_ASSIGN_OR_RETURN(Conditioning cond, encode_prompts(prompts));
+  if (!guided) return generate(cond, nullptr, options);
+  const std::vector<std::string> negatives =
+      negative_prompts.empty() ? std::vector<std::string>(prompts.size()) : negative_prompts;
+  QUILL_ASSIGN_OR_RETURN(Conditioning negative, encode_prompts(negatives));
+  return generate(cond, &negative, options);
+}
+
 }  // namespace quill

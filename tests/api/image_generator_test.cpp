@@ -3,8 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 
+#include "io/io_test_util.h"
 #include "io/safetensors.h"
 #include "support/test_util.h"
 
@@ -88,6 +93,50 @@ TEST(ImageGenerator, ReportsInfoProgressCancelsAndCountsVaeOps) {
   auto r = (*gen)->generate(cond, nullptr, o);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kCancelled) << r.status().to_string();
+}
+
+TEST(ImageGenerator, FromPromptsMatchesDiffusersWithTheEmptyNegative) {
+  // klein base (CFG 4): prompts in, the empty negative made and cached by the generator.
+  testing::TempDir dir;
+  const std::string p = dir.file("klein");
+  const std::string m = test::fixture("flux2/prompt_models");
+  std::filesystem::create_directories(p);
+  std::filesystem::copy(m + "/transformer", p + "/transformer", std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::fixture("flux2/pipeline_models/vae"), p + "/vae", std::filesystem::copy_options::recursive);
+  std::ofstream(p + "/model_index.json") << "{\"_class_name\": \"Flux2KleinPipeline\", \"is_distilled\": false}\n";
+  ImageGenerator::OpenOptions oo;
+  oo.transformer = p;
+  oo.text_encoder = m + "/text_encoder";
+  oo.tokenizer = test::fixture("tokenizer/tokenizer.json");
+  oo.threads = 2;
+  oo.device = DeviceChoice::kCpu;
+  auto gen = ImageGenerator::open(oo);
+  ASSERT_TRUE(gen.is_ok()) << gen.status().to_string();
+  EXPECT_TRUE((*gen)->info().takes_prompts);
+  const std::string f = test::fixture("flux2/prompt_base");
+  ImageGenerator::Options o;
+  o.width = o.height = 32;
+  o.steps = 2;
+  o.guidance_scale = 4.0f;
+  o.initial_latents =
+      SafetensorsFile::open(f + "/latents.safetensors").value()->tensor("latents").value().to_f32_vector();
+  auto out = (*gen)->generate_from_prompts({"a red fox in snow"}, o);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const auto want = SafetensorsFile::open(f + "/expected.safetensors").value()->tensor("image").value().to_f32_vector();
+  ASSERT_EQ(out->rgb.size(), 1u);
+  ASSERT_EQ(out->rgb[0].size(), want.size());
+  // The API's 8-bit RGB (interleaved) against diffusers' [0, 1] image (planar CHW).
+  int worst = 0;
+  for (int64_t y = 0; y < 32; ++y)
+    for (int64_t x = 0; x < 32; ++x)
+      for (int64_t ch = 0; ch < 3; ++ch) {
+        const int w = int(std::lround(want[size_t((ch * 32 + y) * 32 + x)] * 255.0f));
+        worst = std::max(worst, std::abs(w - int(out->rgb[0][size_t((y * 32 + x) * 3 + ch)])));
+      }
+  EXPECT_LE(worst, 1);
+  auto bad = (*gen)->generate_from_prompts({"a", "b"}, o, {"only one"});
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("one per prompt"), std::string::npos) << bad.status().to_string();
 }
 
 }  // namespace
