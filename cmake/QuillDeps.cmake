@@ -47,6 +47,16 @@ else()
   message(STATUS "quill: libpng/libjpeg not found; image I/O disabled")
 endif()
 
+# HTTP server (`quill serve`): Debian's cpp-httplib is a compiled library; its pkg-config flags
+# carry the TLS / compression defines its ABI was built with.
+if(PkgConfig_FOUND)
+  pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)
+endif()
+if(NOT HTTPLIB_FOUND)
+  message(FATAL_ERROR "quill: cpp-httplib not found; run scripts/setup-debian.sh (libcpp-httplib-dev)")
+endif()
+target_link_libraries(quill_deps INTERFACE PkgConfig::HTTPLIB)
+
 # Text: FreeType + HarfBuzz.
 set(QUILL_HAVE_TEXT OFF)
 find_package(Freetype)

@@ -100,6 +100,28 @@ struct LineTiming {
   uint64_t plan_builds = 0, plan_reuses = 0;  // over the studio's life
 };
 
+// A style embedding from LineStudio::embed_style(): compute it once per reference and reuse it
+// (empty: no style, the model's own hand).
+using StyleEmbedding = std::shared_ptr<const std::vector<float>>;
+
+// One line of a row-level request (what a server batches across users).
+struct LineRow {
+  std::string text;
+  StyleEmbedding style;  // null or empty: unconditional
+  uint64_t seed = 0;     // the row's own noise: the same image as generate() of this one text with this seed
+};
+
+struct LineRowsRequest {
+  std::vector<LineRow> rows;             // sampled together, one batch per width bucket
+  std::optional<LineSampling> sampling;  // unset: the model's defaults(); shared by every row
+  bool clamp_overflow = false;
+  // > 0: run every batch in the plan of this many lines (see warm_up), so a width keeps one plan
+  // whatever the batch size; 0: a plan of the exact batch.
+  int plan_batch = 0;
+  std::function<void(int step, int steps)> on_step;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 class LineStudio {
  public:
   static Result<std::unique_ptr<LineStudio>> open(const LineStudioOptions& options);
@@ -114,6 +136,19 @@ class LineStudio {
   virtual int64_t max_line_width() const = 0;
 
   virtual Result<std::vector<LineResult>> generate(const LineRequest& request, LineTiming* timing = nullptr) = 0;
+
+  // Row-level API for servers: styles embedded once, rows from many requests sampled as one batch.
+  virtual Result<StyleEmbedding> embed_style(const LineStyle& style) = 0;
+  // The canvas width (pixels) of the bucket `text` falls in; the line's errors (bad text, too
+  // wide without clamping) come out here before any sampling.
+  virtual Result<int64_t> bucket_width(const std::string& text, bool clamp_overflow) = 0;
+  // Every canvas width a line can have: multiples of 16 from the minimum up to max_line_width().
+  virtual std::vector<int64_t> bucket_widths() const = 0;
+  // Builds the plans generate_rows(plan_batch) runs in for these widths (the server's warm-up).
+  virtual Status warm_up(const std::vector<int64_t>& canvas_widths, int plan_batch) = 0;
+  virtual Result<std::vector<LineResult>> generate_rows(const LineRowsRequest& request) = 0;
+  virtual uint64_t plan_builds() const = 0;
+  virtual uint64_t plan_reuses() const = 0;
   // Ops run per kind and device (line model and style encoder), one line per kind: for --diag.
   virtual std::string op_counts() const = 0;
 };

@@ -84,7 +84,7 @@ class LineStudioImpl final : public LineStudio {
 
     std::lock_guard<std::mutex> lock(mu_);
     const auto t0 = std::chrono::steady_clock::now();
-    QUILL_ASSIGN_OR_RETURN(std::vector<float> style, embed_style(req.style));
+    QUILL_ASSIGN_OR_RETURN(std::vector<float> style, embed_style_locked(req.style));
     const double style_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     LineOptions lo;
@@ -113,21 +113,66 @@ class LineStudioImpl final : public LineStudio {
     LineTimings t;
     QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines,
                            pipe_->generate_with_embedding(req.texts, style, lo, req.max_batch, &t, on_line, control));
-    std::vector<LineResult> out(lines.size());
-    for (size_t i = 0; i < lines.size(); ++i) {
-      out[i].text = std::move(lines[i].text);
-      out[i].width = lines[i].width;
-      out[i].height = lines[i].height;
-      out[i].gray = std::move(lines[i].gray);
-      out[i].bucket_width = lines[i].bucket.canvas_width;
-      out[i].missing_glyphs = std::move(lines[i].missing_glyphs);
-    }
+    std::vector<LineResult> out = to_results(std::move(lines));
     if (timing) {
       const auto ps = pipe_->engine().plan_stats();
       *timing = {style_ms, t.render_ms, t.sample_ms, t.lines, ps.builds, ps.hits};
     }
     return out;
   }
+
+  Result<StyleEmbedding> embed_style(const LineStyle& style) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    QUILL_ASSIGN_OR_RETURN(std::vector<float> e, embed_style_locked(style));
+    return StyleEmbedding(std::make_shared<const std::vector<float>>(std::move(e)));
+  }
+
+  Result<int64_t> bucket_width(const std::string& text, bool clamp_overflow) override {
+    // The renderer is thread-safe; no need to wait for a running batch.
+    QUILL_ASSIGN_OR_RETURN(WidthBucket b,
+                           pipe_->bucket_for(text, clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError));
+    return b.canvas_width;
+  }
+
+  std::vector<int64_t> bucket_widths() const override {
+    std::vector<int64_t> w;
+    for (int64_t x = round_up(line_height(), 16); x <= max_line_width(); x += 16) w.push_back(x);
+    return w;
+  }
+
+  Status warm_up(const std::vector<int64_t>& canvas_widths, int plan_batch) override {
+    QUILL_RETURN_IF_ERROR(check_range("plan_batch", plan_batch, {1, 256}));
+    std::lock_guard<std::mutex> lock(mu_);
+    return pipe_->warm_up(canvas_widths, plan_batch);
+  }
+
+  Result<std::vector<LineResult>> generate_rows(const LineRowsRequest& req) override {
+    if (req.rows.empty()) return invalid_argument("the request has no rows");
+    QUILL_RETURN_IF_ERROR(check_range("plan_batch", req.plan_batch, {0, 256}));
+    const LineSampling s = req.sampling ? *req.sampling : defaults_;
+    QUILL_RETURN_IF_ERROR(check_sampling(s));
+    std::vector<LineRowInput> rows(req.rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (req.rows[i].style && !req.rows[i].style->empty() && !pipe_->style_encoder())
+        return invalid_argument("row ", i + 1, " has a style but this model has no style encoder");
+      rows[i] = {req.rows[i].text, req.rows[i].style.get(), req.rows[i].seed};
+    }
+    LineOptions lo;
+    lo.steps = s.steps;
+    lo.guidance_scale = s.guidance_scale;
+    lo.shift = s.shift;
+    lo.start_sigma = s.start_sigma;
+    lo.overflow = req.clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError;
+    StepControl control;
+    control.cancel = req.cancel;
+    if (req.on_step) control.on_step = req.on_step;
+    std::lock_guard<std::mutex> lock(mu_);
+    QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines, pipe_->generate_rows(rows, lo, req.plan_batch, control));
+    return to_results(std::move(lines));
+  }
+
+  uint64_t plan_builds() const override { return pipe_->engine().plan_stats().builds; }
+  uint64_t plan_reuses() const override { return pipe_->engine().plan_stats().hits; }
 
   std::string op_counts() const override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -137,7 +182,20 @@ class LineStudioImpl final : public LineStudio {
   }
 
  private:
-  Result<std::vector<float>> embed_style(const LineStyle& style) {
+  static std::vector<LineResult> to_results(std::vector<LineImage> lines) {
+    std::vector<LineResult> out(lines.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      out[i].text = std::move(lines[i].text);
+      out[i].width = lines[i].width;
+      out[i].height = lines[i].height;
+      out[i].gray = std::move(lines[i].gray);
+      out[i].bucket_width = lines[i].bucket.canvas_width;
+      out[i].missing_glyphs = std::move(lines[i].missing_glyphs);
+    }
+    return out;
+  }
+
+  Result<std::vector<float>> embed_style_locked(const LineStyle& style) {
     std::string path;
     switch (style.kind) {
       case LineStyle::Kind::kNone:

@@ -29,6 +29,16 @@ Status check_image_size(int64_t width, int64_t height, const std::string& what);
 // Writes an 8-bit PNG; channels 1 (gray), 2 (gray+alpha), 3 (RGB) or 4 (RGBA).
 Status write_png(const std::string& path, const Image& img);
 
+// The same PNG in memory.
+Result<std::vector<uint8_t>> encode_png(const Image& img);
+
+// Width and height from a PNG's IHDR or a JPEG's SOF marker, without decoding (a server checks
+// its pixel limit before any decoder allocates). kInvalidFile when the header is not found.
+struct ImageDimensions {
+  int64_t width = 0, height = 0;
+};
+Result<ImageDimensions> peek_image_dimensions(const uint8_t* data, size_t size, const std::string& name);
+
 // Reads a PNG or JPEG, chosen by magic bytes (never by extension). PNG: gray, gray+alpha, RGB,
 // RGBA, palette (expanded to RGB or RGBA), 16-bit (scaled to 8-bit), low bit depths.
 // JPEG: gray or RGB (YCbCr); CMYK/YCCK are refused as unsupported.

@@ -108,7 +108,14 @@ void png_on_write_error(png_structp png, png_const_charp msg) {
   png_longjmp(png, 1);
 }
 
-bool encode_png_to(PngWriteContext* ctx, std::FILE* f, const Image& img) {
+void png_append(png_structp png, png_bytep data, png_size_t n) {
+  auto* out = static_cast<std::vector<uint8_t>*>(png_get_io_ptr(png));
+  out->insert(out->end(), data, data + n);
+}
+void png_no_flush(png_structp) {}
+
+// Into the file `f`, or into `mem` when it is set.
+bool encode_png_to(PngWriteContext* ctx, std::FILE* f, std::vector<uint8_t>* mem, const Image& img) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, ctx, png_on_write_error, png_on_warning);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
@@ -122,7 +129,10 @@ bool encode_png_to(PngWriteContext* ctx, std::FILE* f, const Image& img) {
   }
   static constexpr int kColor[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
                                     PNG_COLOR_TYPE_RGB_ALPHA};
-  png_init_io(png, f);
+  if (mem)
+    png_set_write_fn(png, mem, png_append, png_no_flush);
+  else
+    png_init_io(png, f);
   png_set_IHDR(png, info, png_uint_32(img.width), png_uint_32(img.height), 8, kColor[img.channels], PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
@@ -160,7 +170,8 @@ Result<Image> decode_png(const uint8_t* data, size_t size, const std::string& na
 
 }  // namespace detail
 
-Status write_png(const std::string& path, const Image& img) {
+namespace {
+Status check_png_input(const Image& img, const std::string& path) {
   if (img.channels < 1 || img.channels > 4)
     return invalid_argument("write_png: channels must be 1, 2, 3 or 4, got ", img.channels).with_file(path);
   if (img.width < 1 || img.height < 1)
@@ -171,10 +182,25 @@ Status write_png(const std::string& path, const Image& img) {
     return invalid_argument("write_png: pixel buffer has ", img.pixels.size(), " bytes, ", img.width, "x", img.height,
                             "x", img.channels, " needs ", expected)
         .with_file(path);
+  return Status::ok();
+}
+}  // namespace
+
+Result<std::vector<uint8_t>> encode_png(const Image& img) {
+  QUILL_RETURN_IF_ERROR(check_png_input(img, "<memory>"));
+  std::vector<uint8_t> out;
+  auto ctx = std::make_unique<PngWriteContext>();
+  if (!encode_png_to(ctx.get(), nullptr, &out, img))
+    return internal_error("PNG encode failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate");
+  return out;
+}
+
+Status write_png(const std::string& path, const Image& img) {
+  QUILL_RETURN_IF_ERROR(check_png_input(img, path));
 
   return write_output_file(path, [&](std::FILE* f) -> Status {
     auto ctx = std::make_unique<PngWriteContext>();
-    if (!encode_png_to(ctx.get(), f, img))
+    if (!encode_png_to(ctx.get(), f, nullptr, img))
       return io_error("PNG write failed: ", ctx->message[0] ? ctx->message : "libpng could not allocate");
     return Status::ok();
   });

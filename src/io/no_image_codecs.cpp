@@ -20,6 +20,10 @@ Status write_png(const std::string& path, const Image&) {
   return unsupported("PNG support was not built (libpng/libjpeg not found at configure time)").with_file(path);
 }
 
+Result<std::vector<uint8_t>> encode_png(const Image&) {
+  return unsupported("PNG support was not built (libpng/libjpeg not found at configure time)");
+}
+
 }  // namespace quill
 
 #endif  // QUILL_HAVE_IMAGE

@@ -171,3 +171,85 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
 }
 
 }  // namespace quill
+
+namespace quill {
+
+Result<WidthBucket> LinePipeline::bucket_for(const std::string& text, OverflowPolicy overflow) {
+  const LineModelConfig& c = engine_->model().config();
+  QUILL_ASSIGN_OR_RETURN(int64_t natural, renderer_->measure(text, c.line_height));
+  return width_bucket(natural, c.line_height, c.max_line_width, c.downscale, c.patch_size, overflow);
+}
+
+Status LinePipeline::warm_up(const std::vector<int64_t>& canvas_widths, int64_t plan_batch) {
+  const LineModelConfig& c = engine_->model().config();
+  if (plan_batch < 1) return invalid_argument("warm-up batch must be positive, got ", plan_batch);
+  std::vector<LineBucket> buckets;
+  for (int64_t w : canvas_widths) {
+    if (w <= 0 || w % 16 || w > c.max_line_width)
+      return invalid_argument("warm-up width ", w, " is not a canvas width of this model (multiples of 16 up to ",
+                              c.max_line_width, ")");
+    buckets.push_back({2 * plan_batch, w / c.downscale});
+  }
+  return engine_->warm_up(buckets);
+}
+
+Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& o,
+                                                           int64_t plan_batch, const StepControl& control) {
+  const LineModelConfig& c = engine_->model().config();
+  if (rows.empty()) return invalid_argument("no lines to render");
+  std::vector<GlyphLine> glyphs(rows.size());
+  std::map<int64_t, std::vector<size_t>> by_width;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].style && !rows[i].style->empty() && int64_t(rows[i].style->size()) != c.style_dim)
+      return invalid_argument("line ", i + 1, ": style embedding has ", rows[i].style->size(),
+                              " values, the model expects ", c.style_dim);
+    auto g = renderer_->render(rows[i].text, c.line_height, c.max_line_width, c.downscale, c.patch_size, o.overflow);
+    if (!g) return g.take_status().with_context(str_cat("line ", i + 1));
+    glyphs[i] = std::move(g.value());
+    by_width[glyphs[i].bucket.latent_width].push_back(i);
+  }
+  std::vector<LineImage> out(rows.size());
+  const int64_t H = c.line_height, S = c.style_dim;
+  for (const auto& [width, idx] : by_width) {
+    const int64_t B = int64_t(idx.size());
+    std::vector<float> g(static_cast<size_t>(B * H * width)), style(static_cast<size_t>(B * S), 0.0f);
+    std::vector<uint64_t> seeds(static_cast<size_t>(B));
+    bool any_style = false;
+    for (int64_t b = 0; b < B; ++b) {
+      const LineRowInput& row = rows[idx[size_t(b)]];
+      glyphs_to_model_input(glyphs[idx[size_t(b)]].gray.data(), H, width, 1, g.data() + b * H * width);
+      if (row.style && !row.style->empty()) {
+        std::copy(row.style->begin(), row.style->end(), style.begin() + b * S);
+        any_style = true;
+      }
+      seeds[size_t(b)] = row.seed + uint64_t(width);  // generate()'s seed for a one-line request
+    }
+    LineSampleRequest r;
+    r.batch = B;
+    r.latent_w = width;
+    r.glyphs = g.data();
+    r.style = any_style ? style.data() : nullptr;
+    r.guidance_scale = any_style ? o.guidance_scale : 1.0f;
+    r.steps = o.steps;
+    r.shift = o.shift;
+    r.start_sigma = o.start_sigma;
+    r.row_seeds = seeds.data();
+    if (plan_batch > 0) r.plan_rows = 2 * plan_batch;
+    std::vector<float> x;
+    QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x, control));
+    for (int64_t b = 0; b < B; ++b) {
+      const size_t i = idx[size_t(b)];
+      LineImage& li = out[i];
+      li.text = rows[i].text;
+      li.width = width;
+      li.height = H;
+      li.bucket = glyphs[i].bucket;
+      li.missing_glyphs = glyphs[i].missing;
+      li.gray.resize(static_cast<size_t>(H * width));
+      line_output_to_gray(x.data() + b * H * width, H * width, li.gray.data());
+    }
+  }
+  return out;
+}
+
+}  // namespace quill

@@ -12,6 +12,7 @@
 #include "io/image.h"
 #include "pipeline/flow_sampler.h"
 #include "runtime/line_engine.h"
+#include "text/width_bucket.h"
 #include "text/glyph_line.h"
 
 namespace quill {
@@ -56,6 +57,14 @@ Result<LineOptions> line_options_for_model(const std::string& model_dir);
 // The same from the file's text; `path` names it in messages.
 Result<LineOptions> line_options_from_json(std::string_view text, const std::string& path);
 
+// One row of a batched generation (the server's unit): its text, its style embedding [style_dim]
+// (null or empty: unconditional) and the seed of its own noise.
+struct LineRowInput {
+  std::string text;
+  const std::vector<float>* style = nullptr;
+  uint64_t seed = 0;
+};
+
 class LinePipeline {
  public:
   // `model_dir`: config.json + model.safetensors of the line model (+ style_encoder/ optional).
@@ -75,6 +84,19 @@ class LinePipeline {
                                                          int max_batch, LineTimings* timings,
                                                          const std::function<void(int done, int total)>& on_line,
                                                          const StepControl& control = {});
+
+  // Rows sampled together, one batch per width bucket (a server passes rows of one bucket). Row i's
+  // noise comes from rows[i].seed alone (seeded as a one-line generate() with that seed), so its
+  // image does not depend on the rows batched with it. Guidance applies when some row has a style
+  // (a row without one is exact under it: its conditional and unconditional inputs are equal).
+  // `plan_batch` > 0: every batch runs in the plan of plan_batch lines (x2 for guidance), so all
+  // batch sizes of a width share one plan; options.seed is not used.
+  Result<std::vector<LineImage>> generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& options,
+                                               int64_t plan_batch, const StepControl& control = {});
+  // The bucket `text` falls in (renders the glyph line).
+  Result<WidthBucket> bucket_for(const std::string& text, OverflowPolicy overflow);
+  // Builds the plans generate_rows(plan_batch) uses for these canvas widths.
+  Status warm_up(const std::vector<int64_t>& canvas_widths, int64_t plan_batch);
 
   LineEngine& engine() { return *engine_; }
   GlyphLineRenderer& renderer() { return *renderer_; }

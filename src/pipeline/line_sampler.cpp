@@ -67,7 +67,10 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
   loop.guidance_scale = r.guidance_scale;
   line_sigma_schedule(r.steps, r.shift, &loop.sigmas, &loop.timesteps, r.start_sigma);
   out->assign(static_cast<size_t>(B * loop.per_sample), 0.0f);
-  fill_normal(r.seed, out->data(), int64_t(out->size()));
+  if (r.row_seeds)
+    for (int64_t b = 0; b < B; ++b) fill_normal(r.row_seeds[b], out->data() + b * loop.per_sample, loop.per_sample);
+  else
+    fill_normal(r.seed, out->data(), int64_t(out->size()));
   if (r.start_sigma < 1.0f) {
     const float s = loop.sigmas.front();
     for (int64_t i = 0; i < B * loop.per_sample; ++i)

@@ -34,6 +34,9 @@ struct LineSampleRequest {
   int steps = 20;
   float shift = 1.0f;
   uint64_t seed = 0;
+  // Per-row seeds [B]: row b's noise comes from row_seeds[b] alone (so a row's image does not depend
+  // on the rows batched with it); null: one stream from `seed` over the whole batch.
+  const uint64_t* row_seeds = nullptr;
   // 1: start from pure noise. < 1: start from x = s eps + (1 - s) g, s = shift(start_sigma), where g
   // is the glyph line in output space (ink -1, paper +1): the sampler then only has to turn the
   // plain glyphs into the hand (needs in_channels == glyph_channels).

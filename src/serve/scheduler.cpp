@@ -1,0 +1,234 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/image.h"
+
+namespace quill::serve {
+
+LineScheduler::LineScheduler(LineStudio& studio, Metrics& metrics, SchedulerOptions options)
+    : studio_(studio), metrics_(metrics), o_(options) {
+  worker_ = std::thread([this] { run(); });
+}
+
+LineScheduler::~LineScheduler() { shutdown(std::chrono::milliseconds(0)); }
+
+std::string LineScheduler::new_id() {
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (int part = 0; part < 2; ++part) {
+    uint64_t v = rng_();
+    for (int i = 0; i < 16; ++i, v >>= 4) id.push_back(hex[v & 15]);
+  }
+  return id;
+}
+
+SubmitResult LineScheduler::submit(LineJobSpec spec, bool tracked, std::shared_ptr<Job>* job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return SubmitResult::kShuttingDown;
+  if (int(queue_.size()) >= o_.max_queue) return SubmitResult::kQueueFull;
+  auto j = std::make_shared<Job>(new_id(), std::move(spec));
+  queue_.push_back(j);
+  j->set_queue_position(int(queue_.size()));
+  if (tracked) tracked_[j->id()] = j;
+  metrics_.set_queue_depth(int64_t(queue_.size()));
+  cv_.notify_all();
+  *job = std::move(j);
+  return SubmitResult::kQueued;
+}
+
+std::shared_ptr<Job> LineScheduler::find(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tracked_.find(id);
+  return it == tracked_.end() ? nullptr : it->second;
+}
+
+bool LineScheduler::cancel(const std::shared_ptr<Job>& job, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!job->cancel(reason)) return false;
+  auto it = std::find(queue_.begin(), queue_.end(), job);
+  if (it != queue_.end()) {
+    queue_.erase(it);
+    renumber();
+    metrics_.set_queue_depth(int64_t(queue_.size()));
+  }
+  if (tracked_.count(job->id())) finished_.push_back(job);
+  metrics_.job_ended("cancelled");
+  cv_.notify_all();
+  return true;
+}
+
+int LineScheduler::queue_depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return int(queue_.size());
+}
+
+size_t LineScheduler::jobs_kept() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tracked_.size();
+}
+
+int LineScheduler::retry_after_seconds() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double batches = std::ceil(double(queue_.size() + 1) / double(o_.max_batch));
+  return std::clamp(int(std::ceil(batches * batch_seconds_)), 1, 600);
+}
+
+void LineScheduler::renumber() {
+  for (size_t i = 0; i < queue_.size(); ++i) queue_[i]->set_queue_position(int(i + 1));
+}
+
+void LineScheduler::expire_finished() {
+  const auto now = Clock::now();
+  while (!finished_.empty() &&
+         (int(finished_.size()) > o_.keep_finished || now - finished_.front()->finished() > o_.keep_for)) {
+    tracked_.erase(finished_.front()->id());
+    finished_.pop_front();
+  }
+}
+
+void LineScheduler::shutdown(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!worker_.joinable()) return;
+    stopping_ = true;
+    for (auto& j : queue_)
+      if (j->cancel("server shutting down")) {
+        metrics_.job_ended("cancelled");
+        if (tracked_.count(j->id())) finished_.push_back(j);
+      }
+    queue_.clear();
+    metrics_.set_queue_depth(0);
+    cv_.notify_all();
+  }
+  // The running batch finishes unless it outlasts the grace period.
+  const auto until = Clock::now() + grace;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (running_.empty()) break;
+    }
+    if (Clock::now() >= until) {
+      abort_running_ = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  worker_.join();
+}
+
+void LineScheduler::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    std::shared_ptr<Job> front = queue_.front();
+    // Jobs past their deadline while queued fail here instead of taking a row.
+    if (Clock::now() > front->spec().deadline) {
+      queue_.pop_front();
+      front->fail(Status(ErrorCode::kCancelled, "deadline exceeded while queued"));
+      metrics_.job_ended("failed");
+      if (tracked_.count(front->id())) finished_.push_back(front);
+      renumber();
+      metrics_.set_queue_depth(int64_t(queue_.size()));
+      continue;
+    }
+    auto compatible = [&] {
+      return int(std::count_if(queue_.begin(), queue_.end(),
+                               [&](const auto& j) { return same_batch(j->spec(), front->spec()); }));
+    };
+    if (o_.max_batch > 1 && o_.batch_window.count() > 0) {
+      cv_.wait_until(lock, front->created() + o_.batch_window, [&] {
+        return stopping_ || queue_.empty() || queue_.front() != front || compatible() >= o_.max_batch;
+      });
+      if (stopping_) return;
+      if (queue_.empty() || queue_.front() != front) continue;  // it was cancelled meanwhile
+    }
+    std::vector<std::shared_ptr<Job>> batch;
+    for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < o_.max_batch;) {
+      if (same_batch((*it)->spec(), front->spec())) {
+        batch.push_back(*it);
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    renumber();
+    metrics_.set_queue_depth(int64_t(queue_.size()));
+    running_ = batch;
+    lock.unlock();
+    const auto t0 = Clock::now();
+    run_batch(batch);
+    const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    lock.lock();
+    batch_seconds_ = 0.8 * batch_seconds_ + 0.2 * secs;
+    running_.clear();
+    for (auto& j : batch)
+      if (tracked_.count(j->id()) && j->state() != JobState::kCancelled) finished_.push_back(j);
+    expire_finished();
+  }
+}
+
+void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
+  LineRowsRequest req;
+  for (auto& j : batch) {
+    j->start(int(batch.size()));
+    req.rows.push_back({j->spec().text, j->spec().style, j->spec().seed});
+  }
+  metrics_.batch_started(int(batch.size()));
+  req.sampling = batch.front()->spec().sampling;
+  req.clamp_overflow = batch.front()->spec().clamp_overflow;
+  req.plan_batch = o_.max_batch;
+  std::atomic<bool> stop{false};
+  req.cancel = &stop;
+  req.on_step = [&](int step, int steps) {
+    bool any_live = false;
+    const auto now = Clock::now();
+    for (auto& j : batch) {
+      if (now > j->spec().deadline && j->state() == JobState::kRunning) {
+        j->fail(Status(ErrorCode::kCancelled, "deadline exceeded while running"));
+        metrics_.job_ended("failed");
+      }
+      j->set_step(step, steps);
+      any_live = any_live || j->state() == JobState::kRunning;
+    }
+    if (!any_live || abort_running_) stop = true;
+  };
+  Result<std::vector<LineResult>> lines = Status(ErrorCode::kInternal, "not run");
+  try {
+    lines = studio_.generate_rows(req);
+  } catch (const std::exception& e) {
+    lines = Status(ErrorCode::kInternal, str_cat("generation threw: ", e.what()));
+  }
+  metrics_.batch_finished();
+  if (!lines) {
+    const Status s = lines.status();
+    for (auto& j : batch) {
+      if (is_final(j->state())) continue;
+      if (s.code() == ErrorCode::kCancelled) {
+        if (j->cancel(abort_running_ ? "server shutting down" : "cancelled")) metrics_.job_ended("cancelled");
+      } else {
+        j->fail(s);
+        metrics_.job_ended("failed");
+      }
+    }
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Job& j = *batch[i];
+    if (is_final(j.state())) continue;  // cancelled or expired while the batch ran
+    const LineResult& r = (*lines)[i];
+    auto png = encode_png(Image{int(r.width), int(r.height), 1, r.gray});
+    if (!png) {
+      j.fail(png.status());
+      metrics_.job_ended("failed");
+      continue;
+    }
+    j.finish(std::move(*png), r.width, r.height);
+    metrics_.job_ended("done");
+    metrics_.line_latency(j.spec().bucket_width, std::chrono::duration<double>(Clock::now() - j.created()).count());
+  }
+}
+
+}  // namespace quill::serve

@@ -1,0 +1,36 @@
+// `quill serve` settings (see `quill serve --help` and docs/API.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "quill/device.h"
+
+namespace quill::serve {
+
+struct ServeOptions {
+  std::string model_dir;  // empty: the embedded default line model
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (tests)
+  std::string warmup = "all";  // "all", "none" or comma-separated canvas widths
+  int max_queue = 64;
+  int max_batch = 8;
+  int batch_window_ms = 25;
+  std::string api_key_file;
+  std::string cors_origin;  // empty: no CORS headers
+  int threads = 0;
+  DeviceChoice device = DeviceChoice::kAuto;
+  int http_threads = 64;  // connections served at once (each waiting request holds one)
+  // Limits.
+  size_t max_body_bytes = 8u << 20;
+  int max_text_chars = 300;
+  int64_t max_style_pixels = 4096 * 4096;
+  int max_steps = 100;
+  int max_n = 8;  // images per /v1/images/generations request
+  int max_styles = 256;
+  double request_timeout_s = 300;  // a line not done by then fails
+  int keep_jobs = 1000;
+  int keep_jobs_s = 600;
+};
+
+}  // namespace quill::serve

@@ -1,0 +1,116 @@
+#include "serve/studio_server.h"
+
+#include <httplib.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "io/json_util.h"
+#include "serve/assets.h"
+#include "serve/http_util.h"
+#include "serve/metrics.h"
+#include "serve/scheduler.h"
+#include "serve/style_store.h"
+
+namespace quill::serve {
+
+StudioServer::~StudioServer() {
+  stop(std::chrono::milliseconds(0));
+  if (warm_thread_.joinable()) warm_thread_.join();
+}
+
+Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& options, Log log) {
+  std::unique_ptr<StudioServer> s(new StudioServer());
+  s->o_ = options;
+  s->log_ = log ? std::move(log) : [](const std::string&) {};
+  if (options.max_batch < 1 || options.max_batch > 64)
+    return invalid_argument("--max-batch must be in [1, 64], got ", options.max_batch);
+  if (options.max_queue < 1) return invalid_argument("--max-queue must be positive, got ", options.max_queue);
+  if (options.batch_window_ms < 0 || options.batch_window_ms > 10000)
+    return invalid_argument("--batch-window-ms must be in [0, 10000], got ", options.batch_window_ms);
+  if (!options.api_key_file.empty()) {
+    std::ifstream f(options.api_key_file);
+    if (!f) return not_found("cannot read the API key file").with_file(options.api_key_file);
+    std::getline(f, s->api_key_);
+    while (!s->api_key_.empty() && (s->api_key_.back() == '\r' || s->api_key_.back() == ' '))
+      s->api_key_.pop_back();
+    if (s->api_key_.size() < 16)
+      return invalid_argument("the API key must be at least 16 characters (first line of the file)")
+          .with_file(options.api_key_file);
+  }
+  LineStudioOptions lo;
+  lo.model_dir = options.model_dir;
+  lo.threads = options.threads;
+  lo.device = options.device;
+  QUILL_ASSIGN_OR_RETURN(s->studio_, LineStudio::open(lo));
+  s->metrics_ = std::make_unique<Metrics>();
+  s->styles_ = std::make_unique<StyleStore>(*s->studio_, options.max_styles, options.max_style_pixels);
+  SchedulerOptions so;
+  so.max_queue = options.max_queue;
+  so.max_batch = options.max_batch;
+  so.batch_window = std::chrono::milliseconds(options.batch_window_ms);
+  so.keep_finished = options.keep_jobs;
+  so.keep_for = std::chrono::seconds(options.keep_jobs_s);
+  s->scheduler_ = std::make_unique<LineScheduler>(*s->studio_, *s->metrics_, so);
+  s->http_ = std::make_unique<httplib::Server>();
+  s->routes();
+  return s;
+}
+
+uint64_t StudioServer::random_seed() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng() ^ seed_counter_.fetch_add(0x9e3779b97f4a7c15ull);
+}
+
+Result<int> StudioServer::bind() {
+  const int port = o_.port == 0 ? http_->bind_to_any_port(o_.host) : (http_->bind_to_port(o_.host, o_.port) ? o_.port : -1);
+  if (port < 0)
+    return make_error(ErrorCode::kIo, "cannot listen on ", o_.host, ":", o_.port,
+                      " (in use, or not an address of this machine)");
+  port_ = port;
+  return port;
+}
+
+void StudioServer::warm_up() {
+  std::vector<int64_t> widths;
+  if (o_.warmup == "all") {
+    widths = studio_->bucket_widths();
+  } else if (o_.warmup != "none" && !o_.warmup.empty()) {
+    std::stringstream ss(o_.warmup);
+    for (std::string w; std::getline(ss, w, ',');) widths.push_back(std::stoll(w));  // checked by the CLI
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = studio_->warm_up(widths, o_.max_batch);
+  if (!s.is_ok()) log_("warm-up failed (plans are built on first use instead): " + s.to_string());
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log_(str_cat("ready: ", widths.size(), " width buckets planned for batches of ", o_.max_batch, " in ", secs, " s"));
+  ready_ = true;
+}
+
+void StudioServer::serve() {
+  warm_thread_ = std::thread([this] { warm_up(); });
+  http_->listen_after_bind();
+}
+
+void StudioServer::stop(std::chrono::milliseconds grace) {
+  if (stopping_.exchange(true)) return;
+  if (scheduler_) scheduler_->shutdown(grace);
+  // Let waiting handlers see their jobs' final states before the listener goes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  if (http_) http_->stop();
+}
+
+void StudioServer::routes() {
+  httplib::Server& h = *http_;
+  h.new_task_queue = [n = o_.http_threads] { return new httplib::ThreadPool(size_t(n)); };
+  h.set_payload_max_length(o_.max_body_bytes);
+  h.set_read_timeout(30, 0);
+  h.set_write_timeout(30, 0);
+  HttpContext ctx{o_, *studio_, *metrics_, *styles_, *scheduler_, ready_, stopping_, api_key_,
+                  [this] { return random_seed(); }};
+  install_line_routes(h, ctx);
+  install_service_routes(h, ctx);
+}
+
+}  // namespace quill::serve
