@@ -18,8 +18,8 @@ PACKAGES=(
   libfreetype-dev libharfbuzz-dev fonts-dejavu-core
   # text encoders' tokenizers: Unicode normalisation and regex
   libicu-dev
-  # HTTP server
-  libcpp-httplib-dev
+  # HTTP server, and its tests: a venv for schemathesis / selenium, a headless browser
+  libcpp-httplib-dev python3-venv chromium chromium-driver
 )
 
 # `--line-training`: also what tools/line_data.py, tools/train_line_model.py and tools/eval_cer.py

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-debian.sh
+bash scripts/setup-python-serve.sh || echo "test.sh: the service's Python test packages did not install; those tests will skip" >&2
 JOBS=${JOBS:-$(nproc)}
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$JOBS"

@@ -28,8 +28,9 @@ std::string default_line_model_dir() {
 namespace {
 
 // NaN fails every range check (comparisons with NaN are false).
+// Bounds are compared as floats: settings are float fields, and 0.01 as a float is just below 0.01.
 Status check_range(const char* field, double v, SettingRange r) {
-  if (!(v >= r.lo && v <= r.hi)) return invalid_argument(field, " must be in [", r.lo, ", ", r.hi, "], got ", v);
+  if (!(v >= double(float(r.lo)) && v <= double(float(r.hi)))) return invalid_argument(field, " must be in [", r.lo, ", ", r.hi, "], got ", v);
   return Status::ok();
 }
 
