@@ -112,12 +112,16 @@ struct LineRow {
 };
 
 struct LineRowsRequest {
-  std::vector<LineRow> rows;             // sampled together, one batch per width bucket
+  std::vector<LineRow> rows;             // sampled together, one batch per width bucket (or one, ragged)
   std::optional<LineSampling> sampling;  // unset: the model's defaults(); shared by every row
   bool clamp_overflow = false;
   // > 0: run every batch in the plan of this many lines (see warm_up), so a width keeps one plan
   // whatever the batch size; 0: a plan of the exact batch.
   int plan_batch = 0;
+  // One batch for all rows at the widest row's bucket: narrower rows are padded and the model's
+  // attention never sees the padding, so each row's pixels equal its solo run up to float rounding
+  // (rows of one width, not ragged, are bit for bit).
+  bool ragged = false;
   std::function<void(int step, int steps)> on_step;
   const std::atomic<bool>* cancel = nullptr;
 };

@@ -168,7 +168,7 @@ class LineStudioImpl final : public LineStudio {
     control.cancel = req.cancel;
     if (req.on_step) control.on_step = req.on_step;
     std::lock_guard<std::mutex> lock(mu_);
-    QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines, pipe_->generate_rows(rows, lo, req.plan_batch, control));
+    QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines, pipe_->generate_rows(rows, lo, req.plan_batch, control, req.ragged));
     return to_results(std::move(lines));
   }
 

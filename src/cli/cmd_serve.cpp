@@ -96,6 +96,10 @@ Runner setup_serve(CLI::App& sub) {
   sub.add_option("--batch-window-ms", o->s.batch_window_ms,
                  "how long the oldest line waits for others to share its forward")
       ->check(CLI::Range(0, 10000));
+  sub.add_flag("!--no-ragged", o->s.ragged,
+               "batch only lines of one width bucket (default: lines of similar widths share a forward, padded)");
+  sub.add_option("--max-pad-ratio", o->s.max_pad_ratio, "widest / narrowest line in one ragged batch")
+      ->check(CLI::Range(1.0, 64.0));
   sub.add_option("--api-key-file", o->s.api_key_file,
                  "require 'Authorization: Bearer <key>' on /v1/ (the key is the file's first line, >= 16 chars)");
   sub.add_option("--cors-origin", o->s.cors_origin, "allow this origin to call the API from a browser (default: none)");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace quill {
 
@@ -64,7 +65,7 @@ size_t joint_block_linear_scratch(const JointBlock& blk, const ThreadPool& pool)
 }
 
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,
-                       const RopeTable* rope) {
+                       const RopeTable* rope, const JointKeyMask* mask) {
   const int64_t B = s.B, N = s.N, T = s.T, D = s.D, S = N + T, Hh = s.heads, Dh = s.head_dim;
   const float scale = 1.0f / std::sqrt(float(Dh));
   const int64_t mx = (blk.dual ? 9 : 6) * D;  // modulation row strides
@@ -83,36 +84,60 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
   else
     QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(w.c, w.nc, B, T, D, kEps, w.mod_c, w.mod_c + D, mc));
 
-  // Joint attention over [image tokens, context tokens]: q/k/v [B, S, H, Dh].
-  for (int64_t n = 0; n < B; ++n) {
-    const float* xi = w.nx + n * N * D;
-    const float* ci = w.nc + n * T * D;
-    float* qn = w.q + n * S * D;
-    float* kn = w.k + n * S * D;
-    float* vn = w.v + n * S * D;
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_q.weight, a.to_q.bias_ptr(), qn));
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_k.weight, a.to_k.bias_ptr(), kn));
-    QUILL_RETURN_IF_ERROR(ops.linear(xi, N, a.to_v.weight, a.to_v.bias_ptr(), vn));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_q->weight, a.add_q->bias_ptr(), qn + N * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_k->weight, a.add_k->bias_ptr(), kn + N * D));
-    QUILL_RETURN_IF_ERROR(ops.linear(ci, T, a.add_v->weight, a.add_v->bias_ptr(), vn + N * D));
-    if (!a.norm_q.empty()) {
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn, qn, N * Hh, Dh, kEps, a.norm_q.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn, kn, N * Hh, Dh, kEps, a.norm_k.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(qn + N * D, qn + N * D, T * Hh, Dh, kEps, a.norm_added_q.data()));
-      QUILL_RETURN_IF_ERROR(ops.rms_norm(kn + N * D, kn + N * D, T * Hh, Dh, kEps, a.norm_added_k.data()));
-    }
-  }
+  // Joint attention over [image tokens, context tokens]: q/k/v [B, S, H, Dh]. Each projection
+  // runs once over every row's tokens (one GEMM of B*N or B*T rows, not B small ones) into
+  // tmp_x / tmp_c, and its rows are then placed into the joint layout.
+  auto place = [&](const float* src, float* dst, int64_t rows, int64_t offset) {
+    for (int64_t n = 0; n < B; ++n)
+      std::memcpy(dst + (n * S + offset) * D, src + n * rows * D, size_t(rows * D) * sizeof(float));
+  };
+  auto take = [&](const float* src, float* dst, int64_t rows, int64_t offset) {
+    for (int64_t n = 0; n < B; ++n)
+      std::memcpy(dst + n * rows * D, src + (n * S + offset) * D, size_t(rows * D) * sizeof(float));
+  };
+  auto project = [&](const float* in, int64_t rows, const Linear& l, const std::vector<float>& norm, float* tmp,
+                     float* dst, int64_t offset) -> Status {
+    QUILL_RETURN_IF_ERROR(ops.linear(in, B * rows, l.weight, l.bias_ptr(), tmp));
+    if (!norm.empty()) QUILL_RETURN_IF_ERROR(ops.rms_norm(tmp, tmp, B * rows * Hh, Dh, kEps, norm.data()));
+    place(tmp, dst, rows, offset);
+    return Status::ok();
+  };
+  static const std::vector<float> kNoNorm;
+  QUILL_RETURN_IF_ERROR(project(w.nx, N, a.to_q, a.norm_q, w.tmp_x, w.q, 0));
+  QUILL_RETURN_IF_ERROR(project(w.nx, N, a.to_k, a.norm_k, w.tmp_x, w.k, 0));
+  QUILL_RETURN_IF_ERROR(project(w.nx, N, a.to_v, kNoNorm, w.tmp_x, w.v, 0));
+  QUILL_RETURN_IF_ERROR(project(w.nc, T, *a.add_q, a.norm_added_q, w.tmp_c, w.q, N));
+  QUILL_RETURN_IF_ERROR(project(w.nc, T, *a.add_k, a.norm_added_k, w.tmp_c, w.k, N));
+  QUILL_RETURN_IF_ERROR(project(w.nc, T, *a.add_v, kNoNorm, w.tmp_c, w.v, N));
   if (rope) {
     QUILL_RETURN_IF_ERROR(ops.rope(w.q, B, S, Hh, Dh, rope->cos, rope->sin, rope->pairs));
     QUILL_RETURN_IF_ERROR(ops.rope(w.k, B, S, Hh, Dh, rope->cos, rope->sin, rope->pairs));
   }
-  QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
-  for (int64_t n = 0; n < B; ++n) {
-    QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D, N, a.to_out.weight, a.to_out.bias_ptr(), w.tmp_x + n * N * D));
-    if (!blk.context_pre_only)
-      QUILL_RETURN_IF_ERROR(ops.linear(w.attn + n * S * D + N * D, T, a.to_add_out->weight, a.to_add_out->bias_ptr(),
-                                       w.tmp_c + n * T * D));
+  if (mask) {
+    if (blk.attn2) return unsupported("ragged batches with dual attention (SD3.5 attn2)");
+    auto gather = [&](const float* src, float* dst) {
+      for (int64_t n = 0; n < B; ++n)
+        for (int64_t i = 0; i < S; ++i)
+          std::memcpy(dst + (n * S + i) * D, src + (n * S + mask->perm[n * S + i]) * D, size_t(D) * sizeof(float));
+    };
+    gather(w.q, mask->gq);
+    gather(w.k, mask->gk);
+    gather(w.v, mask->gv);
+    QUILL_RETURN_IF_ERROR(ops.masked_attention(mask->gq, mask->gk, mask->gv, mask->gout, B, S, Hh, Hh, Dh, scale,
+                                               mask->valid, false, mask->scratch));
+    for (int64_t n = 0; n < B; ++n)
+      for (int64_t i = 0; i < S; ++i)
+        std::memcpy(w.attn + (n * S + mask->perm[n * S + i]) * D, mask->gout + (n * S + i) * D,
+                    size_t(D) * sizeof(float));
+  } else {
+    QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
+  }
+  // Output projections, again one GEMM over all rows (nx / nc are free until norm2).
+  take(w.attn, w.nx, N, 0);
+  QUILL_RETURN_IF_ERROR(ops.linear(w.nx, B * N, a.to_out.weight, a.to_out.bias_ptr(), w.tmp_x));
+  if (!blk.context_pre_only) {
+    take(w.attn, w.nc, T, N);
+    QUILL_RETURN_IF_ERROR(ops.linear(w.nc, B * T, a.to_add_out->weight, a.to_add_out->bias_ptr(), w.tmp_c));
   }
   QUILL_RETURN_IF_ERROR(ops.gated_residual(w.x, w.tmp_x, w.mod_x + 2 * D, B, N, D, mx));  // gate_msa
   if (!blk.context_pre_only)

@@ -54,8 +54,19 @@ struct JointBuffers {
   float* ff;                // [B*max(N,T), 4D]
 };
 
+// Ragged batches (rows padded to a common width): each row's real tokens, listed first in
+// perm[b * S ...] (indices into its joint sequence, the padding after them), valid[b] of them.
+// Attention gathers q/k/v into that order, attends only the first valid[b] keys and scatters the
+// result back, so a row's real tokens see exactly what they would alone; every other op is per
+// token or per row. gq, gk, gv, gout: [B, S, D]; scratch: op_masked_attention_scratch_floats(S).
+struct JointKeyMask {
+  const int32_t* perm = nullptr;
+  const int32_t* valid = nullptr;
+  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr, *scratch = nullptr;
+};
+
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,
-                       const RopeTable* rope = nullptr);
+                       const RopeTable* rope = nullptr, const JointKeyMask* mask = nullptr);
 
 // Largest linear scratch any of the block's weights needs.
 size_t joint_block_linear_scratch(const JointBlock& blk, const ThreadPool& pool);

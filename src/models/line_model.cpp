@@ -170,6 +170,17 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   o.scratch.attention_floats = op_attention_scratch_floats(S, cfg_.attention_head_dim, pool);
   alloc(o.scratch.linear, int64_t(lin));
   alloc(o.scratch.attention, int64_t(o.scratch.attention_floats));
+  alloc(o.gq, B * S * D);
+  alloc(o.gk, B * S * D);
+  alloc(o.gv, B * S * D);
+  alloc(o.gout, B * S * D);
+  alloc(o.masked_scratch, int64_t(op_masked_attention_scratch_floats(S, pool)));
+  if (arena) {
+    o.perm = arena->allocate_n<int32_t>(size_t(B * S));
+    o.valid = arena->allocate_n<int32_t>(size_t(B));
+  } else {
+    sizer.add(size_t(B * S + B) * sizeof(int32_t));
+  }
   // The rotary tables depend only on the bucket: compute them once, here, when the plan is built.
   if (arena) line_rope_tables(ht, wt, cfg_.attention_head_dim, cfg_.rope_theta, o.rope_cos, o.rope_sin);
   return arena ? arena->used() : sizer.peak();
@@ -177,6 +188,12 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
 
 Status LineModel::forward(const LineBucket& b, const float* hidden_states, const float* glyphs, const float* style,
                           const float* timestep, float* sample, LineBuffers& w, Dispatcher& ops) const {
+  return forward(b, hidden_states, glyphs, style, timestep, sample, nullptr, w, ops);
+}
+
+Status LineModel::forward(const LineBucket& b, const float* hidden_states, const float* glyphs, const float* style,
+                          const float* timestep, float* sample, const int32_t* row_tokens, LineBuffers& w,
+                          Dispatcher& ops) const {
   const int64_t B = b.batch, p = cfg_.patch_size, D = cfg_.inner_dim(), Hl = cfg_.latent_height(), W = b.latent_w;
   const int64_t ht = Hl / p, wt = W / p, N = ht * wt, T = wt, G = cfg_.glyph_channels;
   const JointBuffers& j = w.joint;
@@ -204,7 +221,32 @@ Status LineModel::forward(const LineBucket& b, const float* hidden_states, const
 
   const JointShape shape{B, N, T, D, cfg_.num_attention_heads, cfg_.attention_head_dim};
   const RopeTable rope{w.rope_cos, w.rope_sin, cfg_.attention_head_dim / 2};
-  for (const JointBlock& blk : blocks) QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, j, ops, &rope));
+  // Ragged rows: real image tokens (y, x < cols) and real content tokens (x < cols) first.
+  JointKeyMask mask;
+  bool ragged = false;
+  if (row_tokens)
+    for (int64_t n = 0; n < B; ++n) {
+      if (row_tokens[n] < 1 || row_tokens[n] > wt)
+        return invalid_argument("row ", n, " has ", row_tokens[n], " token columns; the bucket has ", wt);
+      ragged = ragged || row_tokens[n] != wt;
+    }
+  if (ragged) {
+    const int64_t S = N + T;
+    for (int64_t n = 0; n < B; ++n) {
+      int32_t* perm = w.perm + n * S;
+      int64_t k = 0;
+      for (int64_t y = 0; y < ht; ++y)
+        for (int64_t x = 0; x < row_tokens[n]; ++x) perm[k++] = int32_t(y * wt + x);
+      for (int64_t x = 0; x < row_tokens[n]; ++x) perm[k++] = int32_t(N + x);
+      w.valid[n] = int32_t(k);
+      for (int64_t y = 0; y < ht; ++y)
+        for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(y * wt + x);
+      for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(N + x);
+    }
+    mask = {w.perm, w.valid, w.gq, w.gk, w.gv, w.gout, w.masked_scratch};
+  }
+  for (const JointBlock& blk : blocks)
+    QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, j, ops, &rope, ragged ? &mask : nullptr));
 
   QUILL_RETURN_IF_ERROR(ops.linear(j.temb_act, B, norm_out.weight, norm_out.bias_ptr(), j.mod_x));
   QUILL_RETURN_IF_ERROR(ops.layer_norm_modulate(j.x, j.nx, B, N, D, kEps, j.mod_x + D, j.mod_x, 2 * D));

@@ -46,6 +46,9 @@ struct LineBuffers {
   float *patches = nullptr, *columns = nullptr, *out = nullptr;
   float *rope_cos = nullptr, *rope_sin = nullptr;  // [S, head_dim/2], filled when the plan is built
   OpScratch scratch;
+  // Ragged batches (forward with row_tokens): the key order per row and the gathered q/k/v/out.
+  int32_t *perm = nullptr, *valid = nullptr;
+  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr, *masked_scratch = nullptr;
 };
 
 class LineModel {
@@ -68,6 +71,13 @@ class LineModel {
   // style [B, style_dim], timestep [B]).
   Status forward(const LineBucket& b, const float* hidden_states, const float* glyphs, const float* style,
                  const float* timestep, float* sample, LineBuffers& bufs, Dispatcher& ops) const;
+  // A ragged batch: row r holds row_tokens[r] patch columns of real content (<= latent_w / patch),
+  // padded to the bucket's width; its real pixels come out as they would from a batch of rows
+  // that width (attention never sees the padding), the padding's output is unspecified.
+  // row_tokens null: every row is full width.
+  Status forward(const LineBucket& b, const float* hidden_states, const float* glyphs, const float* style,
+                 const float* timestep, float* sample, const int32_t* row_tokens, LineBuffers& bufs,
+                 Dispatcher& ops) const;
 
  private:
   std::shared_ptr<ModelFiles> files_;

@@ -194,11 +194,13 @@ Status LinePipeline::warm_up(const std::vector<int64_t>& canvas_widths, int64_t 
 }
 
 Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& o,
-                                                           int64_t plan_batch, const StepControl& control) {
+                                                           int64_t plan_batch, const StepControl& control,
+                                                           bool ragged) {
   const LineModelConfig& c = engine_->model().config();
   if (rows.empty()) return invalid_argument("no lines to render");
   std::vector<GlyphLine> glyphs(rows.size());
-  std::map<int64_t, std::vector<size_t>> by_width;
+  std::map<int64_t, std::vector<size_t>> groups;  // batch width -> rows
+  int64_t widest = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i].style && !rows[i].style->empty() && int64_t(rows[i].style->size()) != c.style_dim)
       return invalid_argument("line ", i + 1, ": style embedding has ", rows[i].style->size(),
@@ -206,23 +208,35 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     auto g = renderer_->render(rows[i].text, c.line_height, c.max_line_width, c.downscale, c.patch_size, o.overflow);
     if (!g) return g.take_status().with_context(str_cat("line ", i + 1));
     glyphs[i] = std::move(g.value());
-    by_width[glyphs[i].bucket.latent_width].push_back(i);
+    widest = std::max(widest, glyphs[i].bucket.latent_width);
+    if (!ragged) groups[glyphs[i].bucket.latent_width].push_back(i);
   }
+  if (ragged)
+    for (size_t i = 0; i < rows.size(); ++i) groups[widest].push_back(i);
   std::vector<LineImage> out(rows.size());
   const int64_t H = c.line_height, S = c.style_dim;
-  for (const auto& [width, idx] : by_width) {
+  for (const auto& [width, idx] : groups) {
     const int64_t B = int64_t(idx.size());
-    std::vector<float> g(static_cast<size_t>(B * H * width)), style(static_cast<size_t>(B * S), 0.0f);
+    std::vector<float> g(static_cast<size_t>(B * H * width), -1.0f), style(static_cast<size_t>(B * S), 0.0f);
     std::vector<uint64_t> seeds(static_cast<size_t>(B));
-    bool any_style = false;
+    std::vector<int64_t> row_w(static_cast<size_t>(B));
+    std::vector<float> row_input;
+    bool any_style = false, padded = false;
     for (int64_t b = 0; b < B; ++b) {
       const LineRowInput& row = rows[idx[size_t(b)]];
-      glyphs_to_model_input(glyphs[idx[size_t(b)]].gray.data(), H, width, 1, g.data() + b * H * width);
+      const GlyphLine& gl = glyphs[idx[size_t(b)]];
+      const int64_t wb = gl.bucket.latent_width;
+      row_input.resize(static_cast<size_t>(H * wb));
+      glyphs_to_model_input(gl.gray.data(), H, wb, 1, row_input.data());
+      for (int64_t y = 0; y < H; ++y)
+        std::copy(row_input.begin() + y * wb, row_input.begin() + (y + 1) * wb, g.begin() + (b * H + y) * width);
       if (row.style && !row.style->empty()) {
         std::copy(row.style->begin(), row.style->end(), style.begin() + b * S);
         any_style = true;
       }
-      seeds[size_t(b)] = row.seed + uint64_t(width);  // generate()'s seed for a one-line request
+      seeds[size_t(b)] = row.seed + uint64_t(wb);  // generate()'s seed for a one-line request
+      row_w[size_t(b)] = wb;
+      padded = padded || wb != width;
     }
     LineSampleRequest r;
     r.batch = B;
@@ -234,19 +248,22 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     r.shift = o.shift;
     r.start_sigma = o.start_sigma;
     r.row_seeds = seeds.data();
+    r.row_latent_w = padded ? row_w.data() : nullptr;
     if (plan_batch > 0) r.plan_rows = 2 * plan_batch;
     std::vector<float> x;
     QUILL_RETURN_IF_ERROR(line_sample(*engine_, r, &x, control));
     for (int64_t b = 0; b < B; ++b) {
       const size_t i = idx[size_t(b)];
+      const int64_t wb = row_w[size_t(b)];
       LineImage& li = out[i];
       li.text = rows[i].text;
-      li.width = width;
+      li.width = wb;
       li.height = H;
       li.bucket = glyphs[i].bucket;
       li.missing_glyphs = glyphs[i].missing;
-      li.gray.resize(static_cast<size_t>(H * width));
-      line_output_to_gray(x.data() + b * H * width, H * width, li.gray.data());
+      li.gray.resize(static_cast<size_t>(H * wb));
+      for (int64_t y = 0; y < H; ++y)
+        line_output_to_gray(x.data() + (b * H + y) * width, wb, li.gray.data() + y * wb);
     }
   }
   return out;

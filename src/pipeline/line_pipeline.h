@@ -90,9 +90,12 @@ class LinePipeline {
   // image does not depend on the rows batched with it. Guidance applies when some row has a style
   // (a row without one is exact under it: its conditional and unconditional inputs are equal).
   // `plan_batch` > 0: every batch runs in the plan of plan_batch lines (x2 for guidance), so all
-  // batch sizes of a width share one plan; options.seed is not used.
+  // batch sizes of a width share one plan; options.seed is not used. `ragged`: all rows in ONE
+  // batch at the widest row's width, narrower rows padded and masked out of attention (their
+  // pixels then match their solo run to float rounding, not bit for bit).
   Result<std::vector<LineImage>> generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& options,
-                                               int64_t plan_batch, const StepControl& control = {});
+                                               int64_t plan_batch, const StepControl& control = {},
+                                               bool ragged = false);
   // The bucket `text` falls in (renders the glyph line).
   Result<WidthBucket> bucket_for(const std::string& text, OverflowPolicy overflow);
   // Builds the plans generate_rows(plan_batch) uses for these canvas widths.

@@ -67,10 +67,27 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
   loop.guidance_scale = r.guidance_scale;
   line_sigma_schedule(r.steps, r.shift, &loop.sigmas, &loop.timesteps, r.start_sigma);
   out->assign(static_cast<size_t>(B * loop.per_sample), 0.0f);
-  if (r.row_seeds)
+  std::vector<int32_t> row_tokens;
+  if (r.row_latent_w) {
+    if (!r.row_seeds) return invalid_argument("a ragged batch needs a seed per row");
+    std::vector<float> noise;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t wb = r.row_latent_w[b];
+      if (wb <= 0 || wb > W || wb % cfg.patch_size)
+        return invalid_argument("row ", b, " width ", wb, " must be a positive multiple of ", cfg.patch_size,
+                                " up to ", W);
+      noise.resize(static_cast<size_t>(cfg.in_channels * Hl * wb));
+      fill_normal(r.row_seeds[b], noise.data(), int64_t(noise.size()));
+      for (int64_t cy = 0; cy < cfg.in_channels * Hl; ++cy)
+        std::copy(noise.begin() + cy * wb, noise.begin() + (cy + 1) * wb, out->begin() + b * loop.per_sample + cy * W);
+    }
+    row_tokens.resize(static_cast<size_t>(MB));
+    for (int64_t m = 0; m < MB; ++m) row_tokens[size_t(m)] = int32_t(r.row_latent_w[m % B] / cfg.patch_size);
+  } else if (r.row_seeds) {
     for (int64_t b = 0; b < B; ++b) fill_normal(r.row_seeds[b], out->data() + b * loop.per_sample, loop.per_sample);
-  else
+  } else {
     fill_normal(r.seed, out->data(), int64_t(out->size()));
+  }
   if (r.start_sigma < 1.0f) {
     const float s = loop.sigmas.front();
     for (int64_t i = 0; i < B * loop.per_sample; ++i)
@@ -81,7 +98,8 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
       loop, *out,
       [&](const float* x, int64_t, float t, float* v) -> Status {
         std::fill(tsteps.begin(), tsteps.end(), t);
-        return engine.forward_in(plan, bucket, x, glyphs.data(), style.data(), tsteps.data(), v);
+        const int32_t* tokens = row_tokens.empty() ? nullptr : row_tokens.data();
+        return engine.forward_in(plan, bucket, x, glyphs.data(), style.data(), tsteps.data(), v, tokens);
       },
       control);
 }

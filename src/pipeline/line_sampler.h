@@ -37,6 +37,10 @@ struct LineSampleRequest {
   // Per-row seeds [B]: row b's noise comes from row_seeds[b] alone (so a row's image does not depend
   // on the rows batched with it); null: one stream from `seed` over the whole batch.
   const uint64_t* row_seeds = nullptr;
+  // Ragged batch: row b's real content is its first row_latent_w[b] latent columns (a multiple of
+  // the patch size, <= latent_w), the rest padding the model never attends to. Its noise is drawn
+  // at its own width (as a batch of that width would), the padding starts at zero. Needs row_seeds.
+  const int64_t* row_latent_w = nullptr;
   // 1: start from pure noise. < 1: start from x = s eps + (1 - s) g, s = shift(start_sigma), where g
   // is the glyph line in output space (ink -1, paper +1): the sampler then only has to turn the
   // plain glyphs into the hand (needs in_channels == glyph_channels).

@@ -32,11 +32,15 @@ struct LineJobSpec {
   Clock::time_point deadline;
 };
 
-// Rows may share a forward only when everything but text, style and seed is equal.
+// Rows may share a forward when their sampling settings are equal (a ragged batch pads the
+// narrower rows to the widest; otherwise the width bucket must match too).
+inline bool same_sampling(const LineJobSpec& a, const LineJobSpec& b) {
+  return a.sampling.steps == b.sampling.steps && a.sampling.guidance_scale == b.sampling.guidance_scale &&
+         a.sampling.shift == b.sampling.shift && a.sampling.start_sigma == b.sampling.start_sigma &&
+         a.clamp_overflow == b.clamp_overflow;
+}
 inline bool same_batch(const LineJobSpec& a, const LineJobSpec& b) {
-  return a.bucket_width == b.bucket_width && a.sampling.steps == b.sampling.steps &&
-         a.sampling.guidance_scale == b.sampling.guidance_scale && a.sampling.shift == b.sampling.shift &&
-         a.sampling.start_sigma == b.sampling.start_sigma && a.clamp_overflow == b.clamp_overflow;
+  return a.bucket_width == b.bucket_width && same_sampling(a, b);
 }
 
 enum class JobState { kQueued, kRunning, kDone, kFailed, kCancelled };

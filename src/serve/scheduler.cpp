@@ -134,9 +134,16 @@ void LineScheduler::run() {
       metrics_.set_queue_depth(int64_t(queue_.size()));
       continue;
     }
+    // Jobs that may join the front's batch: same settings, and a width the batch can pad to.
+    const int64_t fw = front->spec().bucket_width;
+    auto joins = [&](const LineJobSpec& s, int64_t lo, int64_t hi) {
+      if (!same_sampling(s, front->spec())) return false;
+      if (!o_.ragged) return s.bucket_width == fw;
+      const int64_t nlo = std::min(lo, s.bucket_width), nhi = std::max(hi, s.bucket_width);
+      return double(nhi) <= o_.max_pad_ratio * double(nlo);
+    };
     auto compatible = [&] {
-      return int(std::count_if(queue_.begin(), queue_.end(),
-                               [&](const auto& j) { return same_batch(j->spec(), front->spec()); }));
+      return int(std::count_if(queue_.begin(), queue_.end(), [&](const auto& j) { return joins(j->spec(), fw, fw); }));
     };
     if (o_.max_batch > 1 && o_.batch_window.count() > 0) {
       cv_.wait_until(lock, front->created() + o_.batch_window, [&] {
@@ -145,15 +152,29 @@ void LineScheduler::run() {
       if (stopping_) return;
       if (queue_.empty() || queue_.front() != front) continue;  // it was cancelled meanwhile
     }
+    // The front's own bucket first (no padding), then the nearest widths that keep the batch
+    // within the pad ratio; queue order breaks ties, so nothing waits forever behind newer work.
+    std::vector<size_t> order(queue_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::llabs(queue_[a]->spec().bucket_width - fw) < std::llabs(queue_[b]->spec().bucket_width - fw);
+    });
     std::vector<std::shared_ptr<Job>> batch;
-    for (auto it = queue_.begin(); it != queue_.end() && int(batch.size()) < o_.max_batch;) {
-      if (same_batch((*it)->spec(), front->spec())) {
-        batch.push_back(*it);
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
+    std::vector<bool> taken(queue_.size(), false);
+    int64_t lo = fw, hi = fw;
+    for (size_t i : order) {
+      if (int(batch.size()) >= o_.max_batch) break;
+      const LineJobSpec& s = queue_[i]->spec();
+      if (!joins(s, lo, hi)) continue;
+      lo = std::min(lo, s.bucket_width);
+      hi = std::max(hi, s.bucket_width);
+      batch.push_back(queue_[i]);
+      taken[i] = true;
     }
+    std::deque<std::shared_ptr<Job>> rest;
+    for (size_t i = 0; i < queue_.size(); ++i)
+      if (!taken[i]) rest.push_back(queue_[i]);
+    queue_.swap(rest);
     renumber();
     metrics_.set_queue_depth(int64_t(queue_.size()));
     running_ = batch;
@@ -180,6 +201,7 @@ void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
   req.sampling = batch.front()->spec().sampling;
   req.clamp_overflow = batch.front()->spec().clamp_overflow;
   req.plan_batch = o_.max_batch;
+  req.ragged = o_.ragged;
   std::atomic<bool> stop{false};
   req.cancel = &stop;
   req.on_step = [&](int step, int steps) {

@@ -27,6 +27,8 @@ namespace quill::serve {
 struct SchedulerOptions {
   int max_queue = 64;  // queued lines (running ones not counted)
   int max_batch = 8;   // 1: no micro-batching
+  bool ragged = true;
+  double max_pad_ratio = 1.5;  // widest / narrowest row of a ragged batch
   std::chrono::milliseconds batch_window{25};
   int keep_finished = 1000;
   std::chrono::seconds keep_for{600};

@@ -16,6 +16,8 @@ struct ServeOptions {
   int max_queue = 64;
   int max_batch = 8;
   int batch_window_ms = 25;
+  bool ragged = true;          // batch lines of different widths (padded, masked); false: one bucket per batch
+  double max_pad_ratio = 1.5;  // widest / narrowest line of a ragged batch
   std::string api_key_file;
   std::string cors_origin;  // empty: no CORS headers
   int threads = 0;

@@ -50,6 +50,8 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   so.max_queue = options.max_queue;
   so.max_batch = options.max_batch;
   so.batch_window = std::chrono::milliseconds(options.batch_window_ms);
+  so.ragged = options.ragged;
+  so.max_pad_ratio = options.max_pad_ratio;
   so.keep_finished = options.keep_jobs;
   so.keep_for = std::chrono::seconds(options.keep_jobs_s);
   s->scheduler_ = std::make_unique<LineScheduler>(*s->studio_, *s->metrics_, so);

@@ -69,6 +69,12 @@ class ServerTest : public ::testing::Test {
     EXPECT_TRUE(lines);
     return (*lines)[0].gray;
   }
+  static int max_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+    if (a.size() != b.size()) return 256;
+    int worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(int(a[i]) - int(b[i])));
+    return worst;
+  }
   static std::vector<uint8_t> gray_of_png(const std::string& body) {
     auto img = decode_image(reinterpret_cast<const uint8_t*>(body.data()), body.size(), "response");
     EXPECT_TRUE(img) << img.status().to_string();
@@ -118,7 +124,8 @@ TEST_F(ServerTest, LineEqualsTheLibrarysLineForTheSameSeed) {
   EXPECT_EQ(body["height"], server_->studio().line_height());
 }
 
-// Concurrent lines of one bucket share a forward, and each still equals its line alone.
+// Concurrent lines of one bucket share a forward, and each still equals its line alone (to float
+// rounding: the batched GEMMs may sum in another order; at most 2 gray levels).
 TEST_F(ServerTest, ConcurrentLinesShareOneBatchAndEachEqualsItsLineAlone) {
   ServeOptions o;
   o.max_batch = 4;
@@ -137,7 +144,7 @@ TEST_F(ServerTest, ConcurrentLinesShareOneBatchAndEachEqualsItsLineAlone) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(r->get_header_value("X-Quill-Batch-Size"), "4");
-    EXPECT_EQ(gray_of_png(r->body), library_line(texts[i], 100 + i, 3, true)) << texts[i];
+    EXPECT_LE(max_diff(gray_of_png(r->body), library_line(texts[i], 100 + i, 3, true)), 2) << texts[i];
   }
   EXPECT_EQ(server_->metrics().batch_sizes()[4], 1u);
 }
@@ -272,7 +279,7 @@ TEST_F(ServerTest, JobsReportProgressOverServerSentEventsAndCanBeCancelled) {
   EXPECT_EQ(client_->Get(("/v1/jobs/" + ida + "/result").c_str())->status, 409);
   auto rb = client_->Get(("/v1/jobs/" + idb + "/result").c_str());
   ASSERT_EQ(rb->status, 200);
-  EXPECT_EQ(gray_of_png(rb->body), library_line("alla", 2, 60, true));  // the cancelled row did not disturb it
+  EXPECT_LE(max_diff(gray_of_png(rb->body), library_line("alla", 2, 60, true)), 2);  // the cancelled row did not disturb it
   EXPECT_EQ(client_->Delete(("/v1/jobs/" + idb).c_str())->status, 409);  // already done
   EXPECT_EQ(client_->Get("/v1/jobs/ffff")->status, 404);
 }
