@@ -123,8 +123,15 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
     gather(w.q, mask->gq);
     gather(w.k, mask->gk);
     gather(w.v, mask->gv);
-    QUILL_RETURN_IF_ERROR(ops.masked_attention(mask->gq, mask->gk, mask->gv, mask->gout, B, S, Hh, Hh, Dh, scale,
-                                               mask->valid, false, mask->scratch));
+    // Row n attends its first valid[n] tokens only (the dense attention kernel on a shorter
+    // sequence); its padded queries' outputs are zero.
+    for (int64_t n = 0; n < B; ++n) {
+      const int64_t v = mask->valid[n];
+      const size_t row = size_t(n * S * D);
+      QUILL_RETURN_IF_ERROR(
+          ops.attention(mask->gq + row, mask->gk + row, mask->gv + row, mask->gout + row, 1, v, v, Hh, Dh, scale));
+      std::fill(mask->gout + row + size_t(v * D), mask->gout + row + size_t(S * D), 0.0f);
+    }
     for (int64_t n = 0; n < B; ++n)
       for (int64_t i = 0; i < S; ++i)
         std::memcpy(w.attn + (n * S + mask->perm[n * S + i]) * D, mask->gout + (n * S + i) * D,

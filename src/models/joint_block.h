@@ -56,13 +56,13 @@ struct JointBuffers {
 
 // Ragged batches (rows padded to a common width): each row's real tokens, listed first in
 // perm[b * S ...] (indices into its joint sequence, the padding after them), valid[b] of them.
-// Attention gathers q/k/v into that order, attends only the first valid[b] keys and scatters the
-// result back, so a row's real tokens see exactly what they would alone; every other op is per
-// token or per row. gq, gk, gv, gout: [B, S, D]; scratch: op_masked_attention_scratch_floats(S).
+// Attention gathers q/k/v into that order, runs each row on its first valid[b] tokens and
+// scatters the result back (padding: zeros), so a row's real tokens see exactly what they would
+// alone; every other op is per token or per row. gq, gk, gv, gout: [B, S, D].
 struct JointKeyMask {
   const int32_t* perm = nullptr;
   const int32_t* valid = nullptr;
-  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr, *scratch = nullptr;
+  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr;
 };
 
 Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBuffers& w, Dispatcher& ops,

@@ -174,7 +174,6 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   alloc(o.gk, B * S * D);
   alloc(o.gv, B * S * D);
   alloc(o.gout, B * S * D);
-  alloc(o.masked_scratch, int64_t(op_masked_attention_scratch_floats(S, pool)));
   if (arena) {
     o.perm = arena->allocate_n<int32_t>(size_t(B * S));
     o.valid = arena->allocate_n<int32_t>(size_t(B));
@@ -243,7 +242,7 @@ Status LineModel::forward(const LineBucket& b, const float* hidden_states, const
         for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(y * wt + x);
       for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(N + x);
     }
-    mask = {w.perm, w.valid, w.gq, w.gk, w.gv, w.gout, w.masked_scratch};
+    mask = {w.perm, w.valid, w.gq, w.gk, w.gv, w.gout};
   }
   for (const JointBlock& blk : blocks)
     QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, j, ops, &rope, ragged ? &mask : nullptr));

@@ -48,7 +48,7 @@ struct LineBuffers {
   OpScratch scratch;
   // Ragged batches (forward with row_tokens): the key order per row and the gathered q/k/v/out.
   int32_t *perm = nullptr, *valid = nullptr;
-  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr, *masked_scratch = nullptr;
+  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr;
 };
 
 class LineModel {
