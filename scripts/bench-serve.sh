@@ -44,7 +44,7 @@ for mode in on off; do
 import json, sys
 r = json.load(sys.stdin); m = sys.argv[1]
 h = ", ".join(f"{k}: {v}" for k, v in r["batch_sizes"].items())
-print(f"| {r[\"clients\"]} | {m} | {r[\"lines_per_s\"]:.2f} | {r[\"p50_s\"]:.2f} | {r[\"p95_s\"]:.2f} | {r[\"p99_s\"]:.2f} | {h} |")' "$mode"
+print("| {clients} | ".format(**r) + m + " | {lines_per_s:.2f} | {p50_s:.2f} | {p95_s:.2f} | {p99_s:.2f} | ".format(**r) + h + " |")' "$mode"
   done
   stop_server
 done

@@ -122,6 +122,7 @@ struct LineRowsRequest {
   // attention never sees the padding, so each row's pixels equal its solo run up to float rounding
   // (rows of one width, not ragged, are bit for bit).
   bool ragged = false;
+  int64_t pad_to_width = 0;  // ragged: run at least this wide (canvas pixels; a plan width)
   std::function<void(int step, int steps)> on_step;
   const std::atomic<bool>* cancel = nullptr;
 };
@@ -148,7 +149,8 @@ class LineStudio {
   virtual Result<int64_t> bucket_width(const std::string& text, bool clamp_overflow) = 0;
   // Every canvas width a line can have: multiples of 16 from the minimum up to max_line_width().
   virtual std::vector<int64_t> bucket_widths() const = 0;
-  // Builds the plans generate_rows(plan_batch) runs in for these widths (the server's warm-up).
+  // Builds the plans generate_rows(plan_batch) runs in for these widths (the server's warm-up)
+  // and makes their memory resident, so the footprint does not grow under load.
   virtual Status warm_up(const std::vector<int64_t>& canvas_widths, int plan_batch) = 0;
   virtual Result<std::vector<LineResult>> generate_rows(const LineRowsRequest& request) = 0;
   virtual uint64_t plan_builds() const = 0;

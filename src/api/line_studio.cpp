@@ -168,10 +168,12 @@ class LineStudioImpl final : public LineStudio {
     control.cancel = req.cancel;
     if (req.on_step) control.on_step = req.on_step;
     std::lock_guard<std::mutex> lock(mu_);
-    QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines, pipe_->generate_rows(rows, lo, req.plan_batch, control, req.ragged));
+    QUILL_ASSIGN_OR_RETURN(std::vector<LineImage> lines, pipe_->generate_rows(rows, lo, req.plan_batch, control, req.ragged,
+                                                                             req.pad_to_width / downscale()));
     return to_results(std::move(lines));
   }
 
+  int64_t downscale() const { return pipe_->engine().model().config().downscale; }
   uint64_t plan_builds() const override { return pipe_->engine().plan_stats().builds; }
   uint64_t plan_reuses() const override { return pipe_->engine().plan_stats().hits; }
 

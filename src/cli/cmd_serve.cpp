@@ -100,13 +100,18 @@ Runner setup_serve(CLI::App& sub) {
                "batch only lines of one width bucket (default: lines of similar widths share a forward, padded)");
   sub.add_option("--max-pad-ratio", o->s.max_pad_ratio, "widest / narrowest line in one ragged batch")
       ->check(CLI::Range(1.0, 64.0));
+  sub.add_option("--plan-step", o->s.plan_step,
+                 "ragged batches run at multiples of this width (canvas pixels): fewer plans, less memory")
+      ->check(CLI::Range(16, 1024));
   sub.add_option("--api-key-file", o->s.api_key_file,
                  "require 'Authorization: Bearer <key>' on /v1/ (the key is the file's first line, >= 16 chars)");
   sub.add_option("--cors-origin", o->s.cors_origin, "allow this origin to call the API from a browser (default: none)");
   sub.add_option("--threads", o->s.threads, "CPU threads for sampling")->check(CLI::Range(1, 1024));
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-  sub.add_option("--http-threads", o->s.http_threads, "connections served at once")->check(CLI::Range(4, 4096));
+  sub.add_option("--http-threads", o->s.http_threads,
+                 "connections served at once (default: 2 x max-queue + max-batch + 32, so a full queue answers 429)")
+      ->check(CLI::Range(4, 100000));
   sub.add_option("--max-body-bytes", o->s.max_body_bytes, "request body limit (413 above)")
       ->check(CLI::Range(size_t(1024), size_t(1) << 30));
   sub.add_option("--max-text-chars", o->s.max_text_chars, "longest text accepted (422 above)")

@@ -18,6 +18,11 @@ void Arena::reserve(size_t capacity) {
   capacity_ = rounded;
 }
 
+void Arena::commit() {
+  auto* bytes = static_cast<volatile char*>(block_.get());
+  for (size_t i = 0; i < capacity_; i += 4096) bytes[i] = bytes[i];
+}
+
 void* Arena::allocate(size_t bytes, size_t align) {
   const size_t start = (used_ + align - 1) / align * align;
   if (start > capacity_ || bytes > capacity_ - start) return nullptr;

@@ -24,6 +24,9 @@ class Arena {
     return static_cast<T*>(allocate(n * sizeof(T), alignof(T) > kAlign ? alignof(T) : kAlign));
   }
   void reset() { used_ = 0; }
+  // Touches every page (contents unchanged) so the memory is resident now, not on first use: a
+  // server's footprint is then set at warm-up and stays flat under load.
+  void commit();
 
   size_t capacity() const { return capacity_; }
   size_t used() const { return used_; }

@@ -190,12 +190,12 @@ Status LinePipeline::warm_up(const std::vector<int64_t>& canvas_widths, int64_t 
                               c.max_line_width, ")");
     buckets.push_back({2 * plan_batch, w / c.downscale});
   }
-  return engine_->warm_up(buckets);
+  return engine_->warm_up(buckets, /*commit=*/true);
 }
 
 Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& o,
                                                            int64_t plan_batch, const StepControl& control,
-                                                           bool ragged) {
+                                                           bool ragged, int64_t pad_to) {
   const LineModelConfig& c = engine_->model().config();
   if (rows.empty()) return invalid_argument("no lines to render");
   std::vector<GlyphLine> glyphs(rows.size());
@@ -211,8 +211,15 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     widest = std::max(widest, glyphs[i].bucket.latent_width);
     if (!ragged) groups[glyphs[i].bucket.latent_width].push_back(i);
   }
-  if (ragged)
+  if (ragged) {
+    if (pad_to > 0) {
+      if (pad_to % c.patch_size || pad_to > c.max_line_width / c.downscale)
+        return invalid_argument("pad width ", pad_to, " must be a multiple of ", c.patch_size, " up to ",
+                                c.max_line_width / c.downscale);
+      widest = std::max(widest, pad_to);
+    }
     for (size_t i = 0; i < rows.size(); ++i) groups[widest].push_back(i);
+  }
   std::vector<LineImage> out(rows.size());
   const int64_t H = c.line_height, S = c.style_dim;
   for (const auto& [width, idx] : groups) {

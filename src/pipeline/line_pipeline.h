@@ -92,10 +92,11 @@ class LinePipeline {
   // `plan_batch` > 0: every batch runs in the plan of plan_batch lines (x2 for guidance), so all
   // batch sizes of a width share one plan; options.seed is not used. `ragged`: all rows in ONE
   // batch at the widest row's width, narrower rows padded and masked out of attention (their
-  // pixels then match their solo run to float rounding, not bit for bit).
+  // pixels then match their solo run to float rounding, not bit for bit); `pad_to` > 0 (latent
+  // columns): the batch is at least that wide, so a server keeps a few plan widths.
   Result<std::vector<LineImage>> generate_rows(const std::vector<LineRowInput>& rows, const LineOptions& options,
                                                int64_t plan_batch, const StepControl& control = {},
-                                               bool ragged = false);
+                                               bool ragged = false, int64_t pad_to = 0);
   // The bucket `text` falls in (renders the glyph line).
   Result<WidthBucket> bucket_for(const std::string& text, OverflowPolicy overflow);
   // Builds the plans generate_rows(plan_batch) uses for these canvas widths.

@@ -43,8 +43,12 @@ class Engine {
 
   const Model& model() const { return *model_; }
   Result<Plan<Model>*> plan(const Bucket& bucket) { return plans_.get(bucket); }
-  Status warm_up(const std::vector<Bucket>& buckets) {
-    for (const auto& b : buckets) QUILL_RETURN_IF_ERROR(plans_.get(b).status());
+  // Builds the plans for `buckets`; `commit`: their memory made resident now (Arena::commit).
+  Status warm_up(const std::vector<Bucket>& buckets, bool commit = false) {
+    for (const auto& b : buckets) {
+      QUILL_ASSIGN_OR_RETURN(Plan<Model> * p, plans_.get(b));
+      if (commit) p->arena.commit();
+    }
     return Status::ok();
   }
   PlanCacheStats plan_stats() const { return plans_.stats(); }

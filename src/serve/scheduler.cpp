@@ -202,6 +202,11 @@ void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
   req.clamp_overflow = batch.front()->spec().clamp_overflow;
   req.plan_batch = o_.max_batch;
   req.ragged = o_.ragged;
+  if (o_.ragged) {
+    int64_t widest = 0;
+    for (auto& j : batch) widest = std::max(widest, j->spec().bucket_width);
+    req.pad_to_width = std::min(o_.max_width, (widest + o_.plan_step - 1) / o_.plan_step * o_.plan_step);
+  }
   std::atomic<bool> stop{false};
   req.cancel = &stop;
   req.on_step = [&](int step, int steps) {

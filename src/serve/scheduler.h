@@ -29,6 +29,9 @@ struct SchedulerOptions {
   int max_batch = 8;   // 1: no micro-batching
   bool ragged = true;
   double max_pad_ratio = 1.5;  // widest / narrowest row of a ragged batch
+  // Ragged batches run at the next multiple of plan_step (canvas pixels, capped at max_width), so
+  // the server keeps max_width / plan_step plans instead of one per 16-pixel bucket.
+  int64_t plan_step = 64, max_width = 1024;
   std::chrono::milliseconds batch_window{25};
   int keep_finished = 1000;
   std::chrono::seconds keep_for{600};

@@ -18,11 +18,15 @@ struct ServeOptions {
   int batch_window_ms = 25;
   bool ragged = true;          // batch lines of different widths (padded, masked); false: one bucket per batch
   double max_pad_ratio = 1.5;  // widest / narrowest line of a ragged batch
+  int plan_step = 64;          // ragged batches run at multiples of this width (canvas pixels)
   std::string api_key_file;
   std::string cors_origin;  // empty: no CORS headers
   int threads = 0;
   DeviceChoice device = DeviceChoice::kAuto;
-  int http_threads = 64;  // connections served at once (each waiting request holds one)
+  // Connections served at once; each waiting request and each event stream holds one, so there
+  // must be more than the queue can hold for a full queue to answer 429 at once rather than
+  // leaving new connections unserved. 0: 2 x max_queue + max_batch + 32.
+  int http_threads = 0;
   // Limits.
   size_t max_body_bytes = 8u << 20;
   int max_text_chars = 300;

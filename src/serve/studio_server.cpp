@@ -26,6 +26,8 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   s->log_ = log ? std::move(log) : [](const std::string&) {};
   if (options.max_batch < 1 || options.max_batch > 64)
     return invalid_argument("--max-batch must be in [1, 64], got ", options.max_batch);
+  if (options.plan_step < 16 || options.plan_step % 16)
+    return invalid_argument("--plan-step must be a positive multiple of 16, got ", options.plan_step);
   if (options.max_queue < 1) return invalid_argument("--max-queue must be positive, got ", options.max_queue);
   if (options.batch_window_ms < 0 || options.batch_window_ms > 10000)
     return invalid_argument("--batch-window-ms must be in [0, 10000], got ", options.batch_window_ms);
@@ -52,6 +54,8 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   so.batch_window = std::chrono::milliseconds(options.batch_window_ms);
   so.ragged = options.ragged;
   so.max_pad_ratio = options.max_pad_ratio;
+  so.plan_step = options.plan_step;
+  so.max_width = s->studio_->max_line_width();
   so.keep_finished = options.keep_jobs;
   so.keep_for = std::chrono::seconds(options.keep_jobs_s);
   s->scheduler_ = std::make_unique<LineScheduler>(*s->studio_, *s->metrics_, so);
@@ -77,7 +81,12 @@ Result<int> StudioServer::bind() {
 void StudioServer::warm_up() {
   std::vector<int64_t> widths;
   if (o_.warmup == "all") {
-    widths = studio_->bucket_widths();
+    if (o_.ragged) {  // the plan widths ragged batches run at
+      for (int64_t w = o_.plan_step; w < studio_->max_line_width(); w += o_.plan_step) widths.push_back(w);
+      widths.push_back(studio_->max_line_width());
+    } else {
+      widths = studio_->bucket_widths();
+    }
   } else if (o_.warmup != "none" && !o_.warmup.empty()) {
     std::stringstream ss(o_.warmup);
     for (std::string w; std::getline(ss, w, ',');) widths.push_back(std::stoll(w));  // checked by the CLI
@@ -105,7 +114,9 @@ void StudioServer::stop(std::chrono::milliseconds grace) {
 
 void StudioServer::routes() {
   httplib::Server& h = *http_;
-  h.new_task_queue = [n = o_.http_threads] { return new httplib::ThreadPool(size_t(n)); };
+  const int threads = o_.http_threads > 0 ? o_.http_threads : 2 * o_.max_queue + o_.max_batch + 32;
+  h.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  h.set_keep_alive_timeout(5);
   h.set_payload_max_length(o_.max_body_bytes);
   h.set_read_timeout(30, 0);
   h.set_write_timeout(30, 0);
