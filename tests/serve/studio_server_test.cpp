@@ -190,6 +190,15 @@ TEST_F(ServerTest, BadRequestsGetJsonErrorsNamingTheField) {
     }
     EXPECT_FALSE(e["message"].get<std::string>().empty());
   }
+  // Malformed multipart: a boundary that never closes, and a body that is not multipart at all.
+  auto broken = client_->Post("/v1/lines", "--xyz\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\nhej",
+                              "multipart/form-data; boundary=xyz");
+  ASSERT_TRUE(broken);
+  EXPECT_EQ(broken->status, 400) << broken->body;
+  auto not_form = client_->Post("/v1/lines", "{\"text\":\"x\"}", "multipart/form-data; boundary=xyz");
+  ASSERT_TRUE(not_form);
+  EXPECT_GE(not_form->status, 400);
+  EXPECT_LT(not_form->status, 500);
   EXPECT_EQ(client_->Get("/healthz")->status, 200);  // still serving
 }
 
