@@ -174,6 +174,14 @@ class LineStudioImpl final : public LineStudio {
   }
 
   int64_t downscale() const { return pipe_->engine().model().config().downscale; }
+  uint64_t op_fallbacks() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t n = 0;
+    for (uint64_t f : pipe_->engine().ops().stats().fallbacks) n += f;
+    if (StyleEncoder* enc = pipe_->style_encoder())
+      for (uint64_t f : enc->ops().stats().fallbacks) n += f;
+    return n;
+  }
   uint64_t plan_builds() const override { return pipe_->engine().plan_stats().builds; }
   uint64_t plan_reuses() const override { return pipe_->engine().plan_stats().hits; }
 

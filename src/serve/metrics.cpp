@@ -37,6 +37,10 @@ void Metrics::set_queue_depth(int64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   queue_depth_ = n;
 }
+void Metrics::set_op_fallbacks(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  op_fallbacks_ = n;
+}
 std::map<int, uint64_t> Metrics::batch_sizes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return batch_sizes_;
@@ -71,6 +75,8 @@ std::string Metrics::render(const External& e) const {
   o << "quill_plan_builds_total " << e.plan_builds << '\n';
   head("quill_plan_reuses_total", "counter", "Forwards that ran in an existing plan");
   o << "quill_plan_reuses_total " << e.plan_reuses << '\n';
+  head("quill_op_fallbacks_total", "counter", "Ops whose GPU run failed and whose CPU result was used");
+  o << "quill_op_fallbacks_total " << op_fallbacks_ << '\n';
   head("quill_requests_total", "counter", "HTTP requests by route and status");
   for (const auto& [k, n] : requests_)
     o << "quill_requests_total{route=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << '\n';

@@ -22,6 +22,7 @@ class Metrics {
   void line_latency(int64_t bucket_width, double seconds);  // queued -> done, per line
   void job_ended(const char* state);
   void set_queue_depth(int64_t n);
+  void set_op_fallbacks(uint64_t n);
 
   struct External {  // values owned elsewhere, read at scrape time
     uint64_t plan_builds = 0, plan_reuses = 0;
@@ -45,6 +46,7 @@ class Metrics {
   std::map<int, uint64_t> batch_sizes_;
   std::map<int64_t, Histogram> latency_;
   int64_t queue_depth_ = 0, running_rows_ = 0;
+  uint64_t op_fallbacks_ = 0;
 };
 
 }  // namespace quill::serve

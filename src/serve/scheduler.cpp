@@ -229,6 +229,7 @@ void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
     lines = Status(ErrorCode::kInternal, str_cat("generation threw: ", e.what()));
   }
   metrics_.batch_finished();
+  metrics_.set_op_fallbacks(studio_.op_fallbacks());
   if (!lines) {
     const Status s = lines.status();
     for (auto& j : batch) {

@@ -307,6 +307,8 @@ TEST_F(ServerTest, FullQueueAnswers429WithRetryAfter) {
   EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
   auto m = client_->Get("/metrics");
   EXPECT_NE(m->body.find("quill_rejected_total{reason=\"queue_full\"} 1"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("quill_queue_depth 2"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("quill_op_fallbacks_total 0"), std::string::npos) << m->body;
 }
 
 // A client that goes away while its line waits frees the slot: the job is cancelled.
