@@ -71,12 +71,14 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
-CpuIsa cpu_hardware_isa() {
-  const auto& f = cpu_features();
-  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.fma && f.f16c) return CpuIsa::kAvx512;
+CpuIsa isa_for_features(const CpuFeatures& f) {
+  if (f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx512bf16 && f.fma && f.f16c)
+    return CpuIsa::kAvx512;
   if (f.avx2 && f.fma && f.f16c) return CpuIsa::kAvx2;
   return CpuIsa::kScalar;
 }
+
+CpuIsa cpu_hardware_isa() { return isa_for_features(cpu_features()); }
 
 CpuIsa cpu_isa() {
   const int level = int(cpu_hardware_isa()), cap = env_cap();

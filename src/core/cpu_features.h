@@ -17,6 +17,10 @@ struct CpuFeatures {
 };
 
 const CpuFeatures& cpu_features();  // what the hardware and OS support
+// The level a feature set supports. kAvx512 needs VNNI and BF16 too: every *_avx512.cpp is compiled
+// with -mavx512vnni -mavx512bf16, so the compiler may use them anywhere in those files (an
+// AVX-512 CPU without them, e.g. Skylake-X, runs the AVX2 kernels instead of faulting).
+CpuIsa isa_for_features(const CpuFeatures& f);
 CpuIsa cpu_hardware_isa();          // best level the hardware supports
 CpuIsa cpu_isa();                   // level in force (hardware capped by QUILL_CPU_ISA)
 const char* cpu_isa_name(CpuIsa isa);
