@@ -66,13 +66,14 @@ void Job::set_step(int step, int steps) {
   bump();
 }
 
-void Job::finish(std::vector<uint8_t> png, int64_t width, int64_t height) {
+void Job::finish(std::vector<uint8_t> png, int64_t width, int64_t height, std::vector<uint32_t> missing_glyphs) {
   std::lock_guard<std::mutex> lock(mu_);
   if (is_final(v_.state)) return;  // cancelled while its batch ran: the result is dropped
   png_ = std::move(png);
   v_.state = JobState::kDone;
   v_.width = width;
   v_.height = height;
+  v_.missing_glyphs = std::move(missing_glyphs);
   v_.step = v_.steps;
   finished_ = Clock::now();
   bump();

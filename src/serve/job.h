@@ -56,6 +56,7 @@ struct JobView {
   int batch_size = 0;  // rows in the forward it ran in
   std::string error_code, error_message;
   int64_t width = 0, height = 0;
+  std::vector<uint32_t> missing_glyphs;  // characters the glyph font could not draw (shown as boxes)
   uint64_t version = 0;
 };
 
@@ -78,7 +79,7 @@ class Job {
   void set_queue_position(int p);
   void start(int batch_size);
   void set_step(int step, int steps);
-  void finish(std::vector<uint8_t> png, int64_t width, int64_t height);
+  void finish(std::vector<uint8_t> png, int64_t width, int64_t height, std::vector<uint32_t> missing_glyphs = {});
   void fail(const Status& s);
   // Cancels unless already final; returns whether this call cancelled it. `reason` is reported.
   bool cancel(const std::string& reason);

@@ -1,6 +1,7 @@
 // The line API: synchronous lines, async jobs with SSE progress, styles, and the OpenAI-compatible
 // image endpoint. Every route validates fully before anything is queued.
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 
 #include "io/json_util.h"
@@ -129,6 +130,17 @@ bool wait_all(const HttpContext& ctx, const httplib::Request& req, const std::ve
   return true;
 }
 
+// "U+1F600" for each character the glyph font could not draw.
+Json missing_json(const std::vector<uint32_t>& cps) {
+  Json a = Json::array();
+  char buf[16];
+  for (uint32_t cp : cps) {
+    std::snprintf(buf, sizeof(buf), "U+%04X", cp);
+    a.push_back(buf);
+  }
+  return a;
+}
+
 Json job_json(const JobView& v, const LineJobSpec& spec) {
   Json j = {{"id", v.id},
             {"state", job_state_name(v.state)},
@@ -146,6 +158,7 @@ Json job_json(const JobView& v, const LineJobSpec& spec) {
   if (v.state == JobState::kDone) {
     j["width"] = v.width;
     j["height"] = v.height;
+    j["missing_glyphs"] = missing_json(v.missing_glyphs);
   }
   return j;
 }
@@ -168,6 +181,7 @@ std::string sse_event(const JobView& v) {
       data["width"] = v.width;
       data["height"] = v.height;
       data["result_url"] = "/v1/jobs/" + v.id + "/result";
+      data["missing_glyphs"] = missing_json(v.missing_glyphs);
       break;
     case JobState::kFailed:
     case JobState::kCancelled:
@@ -196,6 +210,8 @@ void install_line_routes(httplib::Server& h, const HttpContext& ctx) {
     const std::vector<uint8_t> png = jobs[0]->png();
     res.set_header("X-Quill-Seed", std::to_string(parsed.spec.seed));
     res.set_header("X-Quill-Batch-Size", std::to_string(v.batch_size));
+    if (!v.missing_glyphs.empty())  // the line shows a box for each of these characters
+      res.set_header("X-Quill-Missing-Glyphs", missing_json(v.missing_glyphs).dump());
     if (!parsed.json_response) {
       res.set_content(std::string(png.begin(), png.end()), "image/png");
       return;
@@ -203,7 +219,8 @@ void install_line_routes(httplib::Server& h, const HttpContext& ctx) {
     reply_json(res, 200,
                {{"width", v.width}, {"height", v.height}, {"seed", parsed.spec.seed},
                 {"style_id", parsed.spec.style_id}, {"bucket_width", parsed.spec.bucket_width},
-                {"batch_size", v.batch_size}, {"png_base64", base64_encode(png.data(), png.size())}});
+                {"batch_size", v.batch_size}, {"missing_glyphs", missing_json(v.missing_glyphs)},
+                {"png_base64", base64_encode(png.data(), png.size())}});
   });
 
   h.Post("/v1/jobs", [ctx](const httplib::Request& req, httplib::Response& res) {

@@ -253,7 +253,7 @@ void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
       metrics_.job_ended("failed");
       continue;
     }
-    j.finish(std::move(*png), r.width, r.height);
+    j.finish(std::move(*png), r.width, r.height, r.missing_glyphs);
     metrics_.job_ended("done");
     metrics_.line_latency(j.spec().bucket_width, std::chrono::duration<double>(Clock::now() - j.created()).count());
   }

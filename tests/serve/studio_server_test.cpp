@@ -115,12 +115,17 @@ TEST_F(ServerTest, LineEqualsTheLibrarysLineForTheSameSeed) {
     EXPECT_EQ(r->get_header_value("Content-Type"), "image/png");
     EXPECT_EQ(gray_of_png(r->body), library_line("Kongl. Maj:ts nådiga förordning", 41, 4, style)) << style;
   }
+  // A character the glyph font cannot draw is reported (the line shows a box for it).
+  auto cjk = post("/v1/lines", {{"text", "hej 漢"}, {"steps", 2}, {"response_format", "json"}});
+  ASSERT_EQ(cjk->status, 200) << cjk->body;
+  EXPECT_EQ(Json::parse(cjk->body)["missing_glyphs"], Json::array({"U+6F22"}));
   auto j = post("/v1/lines", {{"text", "hej"}, {"seed", 5}, {"steps", 2}, {"response_format", "json"}});
   ASSERT_EQ(j->status, 200);
   const Json body = Json::parse(j->body);
   auto png = base64_decode(body["png_base64"].get<std::string>());
   ASSERT_TRUE(png);
   EXPECT_EQ(body["seed"], 5);
+  EXPECT_EQ(body["missing_glyphs"], Json::array());
   EXPECT_EQ(body["height"], server_->studio().line_height());
 }
 
