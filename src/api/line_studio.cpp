@@ -41,6 +41,16 @@ Status check_sampling(const LineSampling& s) {
   return check_range("start_sigma", s.start_sigma, kLineStartSigmaRange);
 }
 
+LineOptions to_line_options(const LineSampling& s, bool clamp_overflow) {
+  LineOptions lo;
+  lo.steps = s.steps;
+  lo.guidance_scale = s.guidance_scale;
+  lo.shift = s.shift;
+  lo.start_sigma = s.start_sigma;
+  lo.overflow = clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError;
+  return lo;
+}
+
 class LineStudioImpl final : public LineStudio {
  public:
   Status init(const LineStudioOptions& o) {
@@ -88,13 +98,8 @@ class LineStudioImpl final : public LineStudio {
     QUILL_ASSIGN_OR_RETURN(std::vector<float> style, embed_style_locked(req.style));
     const double style_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
-    LineOptions lo;
-    lo.steps = s.steps;
-    lo.guidance_scale = s.guidance_scale;
-    lo.shift = s.shift;
-    lo.start_sigma = s.start_sigma;
+    LineOptions lo = to_line_options(s, req.clamp_overflow);
     lo.seed = req.seed;
-    lo.overflow = req.clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError;
 
     LineProgress progress;
     progress.lines_total = int(req.texts.size());
@@ -158,12 +163,7 @@ class LineStudioImpl final : public LineStudio {
         return invalid_argument("row ", i + 1, " has a style but this model has no style encoder");
       rows[i] = {req.rows[i].text, req.rows[i].style.get(), req.rows[i].seed};
     }
-    LineOptions lo;
-    lo.steps = s.steps;
-    lo.guidance_scale = s.guidance_scale;
-    lo.shift = s.shift;
-    lo.start_sigma = s.start_sigma;
-    lo.overflow = req.clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError;
+    const LineOptions lo = to_line_options(s, req.clamp_overflow);
     StepControl control;
     control.cancel = req.cancel;
     if (req.on_step) control.on_step = req.on_step;
