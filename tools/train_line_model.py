@@ -199,7 +199,13 @@ def train(a) -> None:
         # Warm start: another run's EMA weights (same preset) start both the weights and the EMA;
         # the optimiser, schedule and counters start afresh. Its training is recorded as prior.
         init = load_init(a.init)
-        preset = copy.deepcopy(init["preset"])
+        if a.init_partial:
+            # Another shape (line height, patch): keep this run's preset, take every tensor whose shape fits.
+            preset["style"] = copy.deepcopy(init["preset"]["style"])
+            for k in ("num_layers", "num_attention_heads", "attention_head_dim", "style_dim"):
+                preset["model"][k] = init["preset"]["model"][k]
+        else:
+            preset = copy.deepcopy(init["preset"])
         if a.batch:
             preset["batch"] = a.batch
         preset["init"] = {"from": os.path.abspath(a.init), "seen": init["seen"], "elapsed": init["elapsed"],
@@ -210,7 +216,13 @@ def train(a) -> None:
         preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
                            "style_dropout": a.style_dropout, "threads": torch.get_num_threads()}
     net = Trainer(preset).to(device)
-    if init:
+    if init and a.init_partial:
+        own = net.state_dict()
+        fits = {k: v for k, v in init["ema"].items() if k in own and own[k].shape == v.shape}
+        net.load_state_dict(fits, strict=False)
+        preset["init"]["partial"] = sorted(set(own) - set(fits))
+        print(f"partial warm start: {len(fits)} of {len(own)} tensors, new: {preset['init']['partial']}", flush=True)
+    elif init:
         net.load_state_dict(init["ema"])
     ema = copy.deepcopy(net).eval().requires_grad_(False)
     opt = torch.optim.AdamW(net.parameters(), lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
@@ -390,6 +402,9 @@ def main() -> None:
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--init", help="warm start from this checkpoint.pt's EMA weights, or from an exported model folder "
                     "(a new run otherwise)")
+    ap.add_argument("--init-partial", action="store_true",
+                    help="with --init: keep this run's line height / patch and load only the tensors whose shapes fit "
+                         "(the transformer blocks and style encoder; embedders and output projection start new)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)
