@@ -26,7 +26,9 @@ PACKAGES=(
 # need from Debian (handwriting fonts, the Swedish word list, Tesseract with Swedish).
 if [ "${1:-}" = "--line-training" ]; then
   PACKAGES+=(fonts-bwht fonts-joscelyn fonts-dancingscript fonts-humor-sans fonts-dkg-handwriting fonts-breip
-             fonts-femkeklaver fonts-klee fonts-kristi fonts-ecolier-court wswedish tesseract-ocr tesseract-ocr-swe)
+             fonts-femkeklaver fonts-klee fonts-kristi fonts-ecolier-court fonts-comic-neue fonts-kaushanscript
+             fonts-leckerli-one fonts-lobster fonts-tomsontalks fonts-sjfonts fonts-yusei-magic fonts-urw-base35
+             wswedish tesseract-ocr tesseract-ocr-swe)
 fi
 
 missing=()

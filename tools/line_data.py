@@ -15,7 +15,7 @@ stroke weight, slant, ink and paper tone, noise, size. Every sample is
 * style     -- a different line written by the same hand, as the style encoder sees it: gray ->
                RGB, Pillow bicubic resize to style_size x style_size (uint8; the trainer normalises).
 
-    python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000
+    python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000 [--line-height 64]
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import tempfile
 
 import numpy as np
 from fontTools.ttLib import TTFont
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 LINE_HEIGHT = 32
 BASELINE = 24           # glyph renderer: baseline at 0.75 h
@@ -38,8 +38,25 @@ SUPERSAMPLE = 4
 GLYPH_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # what src/text/glyph_line.cpp uses
 GLYPH_EM = 0.625 * LINE_HEIGHT
 
-FONT_DIRS = ["bwht", "fifthhorseman", "femkeklaver", "ecolier-court", "breip", "dancingscript", "kristi", "klee",
-             "joscelyn", "humor-sans"]
+
+def set_line_height(h: int) -> None:
+    """Canvas height in pixels (the model's line_height). Every size scales with it, as Quill's glyph
+    layout does (src/text/glyph_line.cpp: font 0.625 h, baseline 0.75 h); 32 gives the values above."""
+    global LINE_HEIGHT, BASELINE, GLYPH_CAP_HEIGHT, GLYPH_EM, _GLYPH_FONT, SUPERSAMPLE
+    LINE_HEIGHT, BASELINE = h, round(0.75 * h)
+    SUPERSAMPLE = max(1, 128 // h)  # hands are drawn 128 px tall (4x at 32 px, 2x at 64 px)
+    GLYPH_CAP_HEIGHT = round(15 * h / 32)
+    GLYPH_EM = 0.625 * h
+    _GLYPH_FONT = None
+
+
+# (package folder under /usr/share/fonts/*/, file glob): Debian's handwriting-like fonts. Each must cover the
+# basic Latin letters; those without å ä ö (bwht, ecolier-court) only get texts their character set covers.
+FONT_GLOBS = [("bwht", "*"), ("fifthhorseman", "*"), ("femkeklaver", "*"), ("ecolier-court", "*"), ("breip", "*"),
+              ("dancingscript", "*"), ("kristi", "*"), ("klee", "*"), ("joscelyn", "*"), ("humor-sans", "*"),
+              # added in the line campaign (issue 20); all have å ä ö Å Ä Ö
+              ("comic-neue", "*"), ("kaushanscript", "*"), ("leckerli-one", "*"), ("lobster", "*"),
+              ("tomsontalks", "*"), ("sjfonts", "*"), ("yusei-magic", "*"), ("urw-base35", "Z003-*")]
 # Whole packages held out of training: styles the model has never seen.
 HELD_OUT = {"Humor-Sans.ttf", "Breip.ttf", "breipfont.ttf"}
 PUNCT = ".,:;-!?'\"()"
@@ -47,8 +64,8 @@ PUNCT = ".,:;-!?'\"()"
 
 def handwriting_fonts() -> list[str]:
     out = []
-    for d in FONT_DIRS:
-        out += sorted(glob.glob(f"/usr/share/fonts/*/{d}/*.[ot]tf"))
+    for d, pat in FONT_GLOBS:
+        out += sorted(glob.glob(f"/usr/share/fonts/*/{d}/{pat}.[ot]tf"))
     return out
 
 
@@ -91,13 +108,25 @@ class Hand:
         self.font_path = font_path
         self.font_name = os.path.basename(font_path)
         a = augment
+        k = LINE_HEIGHT / 32  # sizes below are given for a 32-px line
+        self.augment = a
         self.size_jitter = rng.uniform(0.9, 1.1) if a else 1.0
-        self.stroke = rng.choice([0, 0, 0, 1, 1, 2]) if a else 0  # at SUPERSAMPLE resolution
+        self.stroke = rng.choice([0, 0, 0, 1, 1, 2]) if a else 0  # at SUPERSAMPLE resolution (128 px per line)
         self.slant = rng.uniform(-0.25, 0.25) if a else 0.0
         self.ink = rng.randint(0, 90) if a else 0
         self.paper = rng.randint(215, 255) if a else 255
         self.noise = rng.uniform(0.0, 5.0) if a else 0.0
-        self.baseline_jitter = 2 if a else 0
+        self.baseline_jitter = int(round(2 * k)) if a else 0
+        if a:
+            # Per-hand tendencies of the per-line random fields (`distort`), drawn after the draws above so
+            # that a hand's font, size, weight, slant and tones are those the older generator gave it.
+            self.elastic = rng.uniform(0.0, 1.2)        # stroke warp amplitude, output px (32-px line)
+            self.elastic_scale = rng.uniform(3.0, 8.0)  # its wavelength, output px (32-px line)
+            self.width_var = rng.uniform(0.0, 1.0)      # stroke width variation along the line (0..1)
+            self.pressure = rng.uniform(0.0, 0.45)      # ink pressure variation along the line
+            self.size_var = rng.uniform(0.0, 0.10)      # letter size variation along the line
+            self.slant_var = rng.uniform(0.0, 0.08)     # slant variation along the line
+            self.spacing = rng.uniform(0.0, 0.18)       # letter-boundary jitter, share of an advance
         self.font = self._calibrated_font()
 
     def _calibrated_font(self) -> ImageFont.FreeTypeFont:
@@ -139,20 +168,119 @@ class Hand:
 
         With `glyph_bounds` (canvas x before each character and after the last, from
         `glyph_boundaries`) the hand is warped so its character boundaries land there instead.
+        An augmented hand also distorts each line (`distort`) and jitters the letter boundaries.
         """
         self._jitter = rng.randint(-self.baseline_jitter, self.baseline_jitter)
         cov = self.coverage(text)
+        if self.augment:
+            cov = self.distort(cov, rng)
         a = np.zeros((LINE_HEIGHT, canvas_w), np.float32)
         if glyph_bounds is None:
             width = max(1, x1 - x0)
             small = Image.fromarray((cov * 255).astype(np.uint8)).resize((width, LINE_HEIGHT), Image.LANCZOS)
             a[:, x0:x0 + width] = np.asarray(small, np.float32)[:, : max(0, min(width, canvas_w - x0))] / 255.0
         else:
+            if self.augment and self.spacing and len(glyph_bounds) > 2:
+                glyph_bounds = jitter_bounds(glyph_bounds, self.spacing, rng)
             a = warp_columns(cov, self.boundaries(text), glyph_bounds, canvas_w)
         img = self.paper - (self.paper - self.ink) * a
         if self.noise:
             img = img + np.random.default_rng(rng.randrange(1 << 30)).normal(0, self.noise, img.shape)
         return np.clip(np.rint(img), 0, 255).astype(np.uint8)
+
+    def distort(self, cov: np.ndarray, rng: random.Random) -> np.ndarray:
+        """One line's variation of this hand, on the supersampled coverage [H*S, w]:
+
+        * elastic stroke warp: a smooth random displacement field (x and y);
+        * letter size and slant varying smoothly along the line (scaled / sheared about the baseline);
+        * stroke width varying along the line (blend of eroded, plain and dilated coverage);
+        * pen pressure: ink coverage scaled by a smooth factor along the line.
+        """
+        s = SUPERSAMPLE
+        k = LINE_HEIGHT / 32
+        h, w = cov.shape
+        g = np.random.default_rng(rng.randrange(1 << 30))
+
+        def smooth(n: int, period: float, shape=()) -> np.ndarray:
+            """Smooth noise in [-1, 1] over n samples, with a wavelength of about `period` samples."""
+            knots = max(2, int(np.ceil(n / max(period, 1.0))) + 2)
+            v = g.uniform(-1, 1, shape + (knots,))
+            x = np.linspace(0, knots - 1, n)
+            if v.ndim == 1:
+                return np.interp(x, np.arange(knots), v)
+            return np.stack([np.interp(x, np.arange(knots), r) for r in v.reshape(-1, knots)]).reshape(shape + (n,))
+
+        ys = np.arange(h, dtype=np.float32)[:, None]  # float32 throughout: this is the generator's hot loop
+        xs = np.arange(w, dtype=np.float32)[None, :]
+        base = BASELINE * s
+        # Along-line fields (per column), then a coarse 2D elastic field bilinearly upsampled.
+        size = (1.0 + self.size_var * smooth(w, 40 * k * s)).astype(np.float32)
+        shear = (self.slant_var * smooth(w, 60 * k * s)).astype(np.float32)
+        per = self.elastic_scale * k * s
+        amp = self.elastic * k * s
+        gh, gw = max(2, int(np.ceil(h / per)) + 2), max(2, int(np.ceil(w / per)) + 2)
+        coarse = g.uniform(-1, 1, (2, gh, gw)).astype(np.float32)
+        wy, wx = interp_matrix(h, gh), interp_matrix(w, gw)
+        dx = wy @ coarse[0] @ wx.T
+        dy = wy @ coarse[1] @ wx.T
+        # Output pixel (y, x) samples the source at:
+        src_y = base + (ys - base) / size[None, :] + np.float32(amp) * dy
+        src_x = xs + shear[None, :] * (ys - base) + np.float32(amp) * dx
+        out = bilinear(cov, src_y, src_x)
+        if self.width_var > 0:
+            r = max(1, int(round(k * s / 2)))  # about one output pixel of stroke
+            thick, thin = rank2d(out, r, np.maximum), rank2d(out, r, np.minimum)
+            t = (self.width_var * smooth(w, 30 * k * s)[None, :]).astype(np.float32)
+            out = np.where(t > 0, out + t * (thick - out), out - t * (thin - out))
+        if self.pressure > 0:
+            out = out * (1.0 - self.pressure * 0.5 * (1 + smooth(w, 50 * k * s))).astype(np.float32)[None, :]
+        return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def interp_matrix(n: int, knots: int) -> np.ndarray:
+    """[n, knots] weights of linear interpolation from `knots` evenly spread values to n samples."""
+    x = np.linspace(0, knots - 1, n)
+    i = np.minimum(np.floor(x).astype(np.int64), knots - 2)
+    f = (x - i).astype(np.float32)
+    m = np.zeros((n, knots), np.float32)
+    m[np.arange(n), i] = 1 - f
+    m[np.arange(n), i + 1] = f
+    return m
+
+
+def rank2d(a: np.ndarray, r: int, op) -> np.ndarray:
+    """Separable max (dilation) or min (erosion) filter over a (2r+1) square, edges padded with 0."""
+    for axis in (0, 1):
+        p = np.pad(a, [(r, r) if ax == axis else (0, 0) for ax in (0, 1)])
+        n = a.shape[axis]
+        out = p.take(np.arange(n), axis=axis)
+        for d in range(1, 2 * r + 1):
+            out = op(out, p.take(np.arange(d, d + n), axis=axis))
+        a = out
+    return a
+
+
+def bilinear(a: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """a sampled at float coordinates (y, x), zero outside."""
+    h, w = a.shape
+    p = np.pad(a, 1)
+    y = np.clip(y + 1, 0, h + 0.999)
+    x = np.clip(x + 1, 0, w + 0.999)
+    y0, x0 = np.floor(y).astype(np.int64), np.floor(x).astype(np.int64)
+    fy, fx = (y - y0).astype(np.float32), (x - x0).astype(np.float32)
+    y1, x1 = np.minimum(y0 + 1, h + 1), np.minimum(x0 + 1, w + 1)
+    return ((p[y0, x0] * (1 - fx) + p[y0, x1] * fx) * (1 - fy) + (p[y1, x0] * (1 - fx) + p[y1, x1] * fx) * fy)
+
+
+def jitter_bounds(bounds: np.ndarray, amount: float, rng: random.Random) -> np.ndarray:
+    """Interior character boundaries moved by up to `amount` of the neighbouring advances (order kept):
+    letter widths and spacing vary around the glyph line's while the line's ends stay put."""
+    b = bounds.astype(np.float64).copy()
+    adv = np.diff(b)
+    for i in range(1, len(b) - 1):
+        d = rng.uniform(-amount, amount)
+        b[i] += d * (adv[i - 1] if d < 0 else adv[i])
+    return np.maximum.accumulate(b)
 
 
 def warp_columns(cov: np.ndarray, src_bounds: np.ndarray, dst_bounds: np.ndarray, canvas_w: int) -> np.ndarray:
@@ -211,7 +339,7 @@ def render_glyph_lines(quill: str, texts: list[str], max_width: int) -> list[tup
         with open(listing, "w", encoding="utf-8") as f:
             f.write("\n".join(texts) + "\n")
         r = subprocess.run([quill, "render-line", "--batch-file", listing, "--output-dir", d, "--line-height",
-                            str(LINE_HEIGHT), "--max-width", str(max_width), "--downscale", "1", "--patch", "8"],
+                            str(LINE_HEIGHT), "--max-width", str(max_width), "--downscale", "1", "--patch", "1"],
                            capture_output=True, text=True)
         out = []
         for line in r.stdout.splitlines():
@@ -265,7 +393,8 @@ def save(data: dict, path: str) -> None:
     np.savez_compressed(path, text=np.array(data["text"]), font=np.array(data["font"]), widths=widths,
                         glyph=np.concatenate([g.ravel() for g in data["glyph"]]),
                         target=np.concatenate([t.ravel() for t in data["target"]]),
-                        style=np.stack(data["style"]), hand=np.array(data["hand"], np.int32))
+                        style=np.stack(data["style"]), hand=np.array(data["hand"], np.int32),
+                        line_height=np.int32(LINE_HEIGHT))
 
 
 def main() -> None:
@@ -278,13 +407,18 @@ def main() -> None:
     ap.add_argument("--max-width", type=int, default=512)
     ap.add_argument("--max-chars", type=int, default=40)
     ap.add_argument("--style-size", type=int, default=64)
+    ap.add_argument("--line-height", type=int, default=32, help="canvas height in pixels (the model's line_height)")
+    ap.add_argument("--first-shard", type=int, default=0, help="start at this shard (to split a run over processes)")
+    ap.add_argument("--shards", type=int, default=0, help="write at most this many shards (0: all)")
     ap.add_argument("--held-out", action="store_true", help="use only the held-out fonts")
     ap.add_argument("--align", choices=["char", "line"], default="char",
                     help="char: each hand character over its glyph (default); line: whole line stretched")
     a = ap.parse_args()
+    set_line_height(a.line_height)
     fonts = [f for f in handwriting_fonts() if (os.path.basename(f) in HELD_OUT) == a.held_out]
     os.makedirs(a.out, exist_ok=True)
-    for k in range(0, a.samples, a.shard):
+    ks = list(range(0, a.samples, a.shard))[a.first_shard:]
+    for k in ks[:a.shards] if a.shards else ks:
         d = generate(a.quill, min(a.shard, a.samples - k), a.seed * 100003 + k, fonts, a.max_width, a.max_chars,
                      a.style_size, align=a.align)
         save(d, os.path.join(a.out, f"shard_{k // a.shard:03d}.npz"))

@@ -12,7 +12,7 @@ Dinov2Model (transformers) over the style reference, trained jointly; with proba
 are exported. Resumable: --resume continues from <run>/checkpoint.pt.
 
     python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000
-    python tools/train_line_model.py --data /tmp/linedata --run /tmp/linerun --preset cpu-small --minutes 80
+    python tools/train_line_model.py --data /tmp/linedata --run /tmp/linerun --preset cpu-small --cpu-minutes 160
     python tools/train_line_model.py --run /tmp/linerun --export models/quill-line
 """
 from __future__ import annotations
@@ -69,14 +69,19 @@ class LineData:
 
     def __init__(self, folder: str):
         self.glyph, self.target, self.style, self.width = [], [], [], []
+        self.height = None
         for path in sorted(glob.glob(os.path.join(folder, "**", "shard_*.npz"), recursive=True)):
             d = np.load(path)
+            h = int(d["line_height"]) if "line_height" in d.files else 32  # older shards: 32 px
+            if self.height not in (None, h):
+                raise SystemExit(f"{path}: line height {h}, other shards {self.height}")
+            self.height = h
             w = d["widths"]
-            off = np.concatenate([[0], np.cumsum(w.astype(np.int64) * 32)])
+            off = np.concatenate([[0], np.cumsum(w.astype(np.int64) * h)])
             glyph, target = d["glyph"], d["target"]  # each d[...] access decompresses the array again
             for i in range(len(w)):
-                self.glyph.append(glyph[off[i]:off[i + 1]].reshape(32, -1))
-                self.target.append(target[off[i]:off[i + 1]].reshape(32, -1))
+                self.glyph.append(glyph[off[i]:off[i + 1]].reshape(h, -1))
+                self.target.append(target[off[i]:off[i + 1]].reshape(h, -1))
             self.style.append(d["style"])
             self.width += list(w)
         if not self.width:
@@ -94,8 +99,8 @@ class LineData:
         idx = self.order[start + rng.choice(min(4 * size, n - start), size=min(size, n), replace=False)]
         W = int(max(self.width[idx]))
         W = (W + 15) // 16 * 16
-        g = np.full((len(idx), 1, 32, W), 255, np.uint8)
-        t = np.empty((len(idx), 1, 32, W), np.uint8)
+        g = np.full((len(idx), 1, self.height, W), 255, np.uint8)
+        t = np.empty((len(idx), 1, self.height, W), np.uint8)
         for k, i in enumerate(idx):
             w = self.glyph[i].shape[1]
             g[k, 0, :, :w] = self.glyph[i]
@@ -127,6 +132,52 @@ def checkpoint_path(run: str) -> str:
     return os.path.join(run, "checkpoint.pt")
 
 
+def prior_totals(preset: dict) -> dict:
+    """Samples, wall and CPU seconds of the runs this one was warm-started from (the --init chain)."""
+    tot = {"seen": 0, "elapsed": 0.0, "cpu_seconds": 0.0, "runs": 0}
+    init = preset.get("init")
+    while init:
+        tot["seen"] += init.get("seen", 0)
+        tot["elapsed"] += init.get("elapsed", 0.0)
+        # Runs before CPU time was recorded: their wall time on 2 busy cores, a lower bound of 1x.
+        tot["cpu_seconds"] += init.get("cpu_seconds", init.get("elapsed", 0.0))
+        tot["runs"] += 1
+        init = init.get("prior")
+    return tot
+
+
+def sigma_weight(sigma: torch.Tensor, k: float) -> torch.Tensor:
+    """Loss weight over sigma: (1 + k sigma) / (1 + k / 2), mean 1 over uniform sigma; k = 0: none.
+    k > 0 puts more of the loss where sigma is high (the first sampling steps, where the letter shapes
+    are decided); k < 0 (> -1) the other way."""
+    return (1 + k * sigma) / (1 + k / 2)
+
+
+@torch.no_grad()
+def validation_loss(net, data, bsz: int, device, autocast: bool) -> dict:
+    """Unweighted v-loss of `net` on fixed batches (seed 12345) at fixed sigmas 0.1 ... 1.0, style kept:
+    the same numbers for every run on the same data, whatever its sigma sampling or weighting."""
+    rng = np.random.default_rng(12345)
+    gen = torch.Generator().manual_seed(12345)
+    out = {}
+    batches = [data.batch(rng, bsz) for _ in range(4)]
+    for sig in (0.1, 0.3, 0.5, 0.7, 0.9, 1.0):
+        tot = 0.0
+        for x0, glyph, style in batches:
+            x0, glyph, style = x0.to(device), glyph.to(device), style.to(device)
+            b = x0.shape[0]
+            sigma = torch.full((b,), sig, device=device)
+            eps = torch.randn(x0.shape, generator=gen).to(device)
+            xt = (1 - sig) * x0 + sig * eps
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
+                v = net.model(xt, glyph, net.embed_style(style, torch.zeros(b, dtype=torch.bool, device=device)),
+                              sigma * 1000.0)
+            tot += torch.nn.functional.mse_loss(v.float(), eps - x0).item()
+        out[f"{sig:.1f}"] = round(tot / len(batches), 5)
+    out["mean"] = round(float(np.mean(list(out.values()))), 5)
+    return out
+
+
 def train(a) -> None:
     torch.manual_seed(a.seed)
     device = torch.device(a.device)
@@ -139,49 +190,88 @@ def train(a) -> None:
         state, preset = None, copy.deepcopy(PRESETS[a.preset])
         if a.batch:
             preset["batch"] = a.batch
+        if a.line_height:
+            preset["model"]["line_height"] = a.line_height
+        if a.patch:
+            preset["model"]["patch_size"] = a.patch
     init = None
     if a.init and not state:
         # Warm start: another run's EMA weights (same preset) start both the weights and the EMA;
         # the optimiser, schedule and counters start afresh. Its training is recorded as prior.
         init = load_init(a.init)
-        preset = copy.deepcopy(init["preset"])
+        if a.init_partial:
+            # Another shape (line height, patch): keep this run's preset, take every tensor whose shape fits.
+            preset["style"] = copy.deepcopy(init["preset"]["style"])
+            for k in ("num_layers", "num_attention_heads", "attention_head_dim", "style_dim"):
+                preset["model"][k] = init["preset"]["model"][k]
+        else:
+            preset = copy.deepcopy(init["preset"])
         if a.batch:
             preset["batch"] = a.batch
         preset["init"] = {"from": os.path.abspath(a.init), "seen": init["seen"], "elapsed": init["elapsed"],
                           "step": init["step"], "prior": init["preset"].get("init")}
+        if "cpu_seconds" in init:
+            preset["init"]["cpu_seconds"] = init["cpu_seconds"]
+    if not state:
+        preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
+                           "style_dropout": a.style_dropout, "threads": torch.get_num_threads()}
     net = Trainer(preset).to(device)
-    if init:
+    if init and a.init_partial:
+        own = net.state_dict()
+        fits = {k: v for k, v in init["ema"].items() if k in own and own[k].shape == v.shape}
+        net.load_state_dict(fits, strict=False)
+        preset["init"]["partial"] = sorted(set(own) - set(fits))
+        print(f"partial warm start: {len(fits)} of {len(own)} tensors, new: {preset['init']['partial']}", flush=True)
+    elif init:
         net.load_state_dict(init["ema"])
     ema = copy.deepcopy(net).eval().requires_grad_(False)
     opt = torch.optim.AdamW(net.parameters(), lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
-    step, seen, elapsed_before = 0, 0, 0.0
+    step, seen, elapsed_before, cpu_before = 0, 0, 0.0, 0.0
     rng = np.random.default_rng(a.seed)
     if state:
         net.load_state_dict(state["net"])
         ema.load_state_dict(state["ema"])
         opt.load_state_dict(state["opt"])
         step, seen, elapsed_before = state["step"], state["seen"], state["elapsed"]
+        cpu_before = state.get("cpu_seconds", 0.0)
         rng = np.random.default_rng(a.seed + step)
     data = LineData(a.data)
+    if data.height != net.cfg.line_height:
+        sys.exit(f"data line height {data.height} != model line height {net.cfg.line_height} (--line-height)")
     nparams = sum(p.numel() for p in net.model.parameters())
     nstyle = sum(p.numel() for p in net.style_encoder.parameters())
     print(f"data: {len(data)} lines; line model {nparams / 1e6:.2f} M params, style encoder {nstyle / 1e6:.2f} M; "
           f"preset {json.dumps(preset)}", flush=True)
     bsz = preset["batch"]
+    autocast = a.autocast == "bf16"
     stop = []  # SIGTERM / SIGINT: finish the step, save, exit
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    t0 = time.time()
+    # Budgets: --minutes is wall time, --cpu-minutes this process's CPU time (all threads; a process
+    # stopped with SIGSTOP, or waiting for the cores, uses none), both counted over all resumed runs.
+    t0, c0 = time.time(), time.process_time()
     last_save = t0
     loss_avg = None
+
+    def cpu_now() -> float:
+        return cpu_before + time.process_time() - c0
+
     while True:
         elapsed = elapsed_before + time.time() - t0
+        cpu = cpu_now()
         if a.minutes and elapsed >= a.minutes * 60:
+            break
+        if a.cpu_minutes and cpu >= a.cpu_minutes * 60:
             break
         if (a.steps and step >= a.steps) or stop:
             break
         # Linear warm-up then cosine to 10% over the planned budget.
-        frac = min(1.0, elapsed / (a.minutes * 60)) if a.minutes else min(1.0, step / max(1, a.steps))
+        if a.cpu_minutes:
+            frac = min(1.0, cpu / (a.cpu_minutes * 60))
+        elif a.minutes:
+            frac = min(1.0, elapsed / (a.minutes * 60))
+        else:
+            frac = min(1.0, step / max(1, a.steps))
         lr = preset["lr"] * min(1.0, (step + 1) / 200) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for gp in opt.param_groups:
             gp["lr"] = lr
@@ -195,10 +285,11 @@ def train(a) -> None:
         eps = torch.randn_like(x0)
         xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
         drop = torch.rand(b, device=device) < a.style_dropout
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
             s = net.embed_style(style, drop)
             v = net.model(xt, glyph, s, sigma * 1000.0)
-        loss = torch.nn.functional.mse_loss(v.float(), eps - x0)
+        per = ((v.float() - (eps - x0)) ** 2).mean(dim=(1, 2, 3))
+        loss = (per * sigma_weight(sigma, a.sigma_weight)).mean() if a.sigma_weight else per.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -212,13 +303,21 @@ def train(a) -> None:
         loss_avg = loss.item() if loss_avg is None else 0.98 * loss_avg + 0.02 * loss.item()
         if step % a.log_every == 0:
             el = elapsed_before + time.time() - t0
+            cpu = cpu_now()
             print(f"step {step} seen {seen} loss {loss_avg:.4f} lr {lr:.2e} {seen / max(el, 1e-9):.1f} samples/s "
-                  f"{el / 60:.1f} min", flush=True)
+                  f"{seen / max(cpu, 1e-9):.1f} samples/cpu-s {el / 60:.1f} min cpu {cpu / 60:.1f} min", flush=True)
         if time.time() - last_save > a.save_minutes * 60:
-            save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg)
+            save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg,
+                            cpu_now())
             last_save = time.time()
-    save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg)
-    print(f"done: step {step}, seen {seen}, loss {loss_avg:.4f}", flush=True)
+    el, cpu = elapsed_before + time.time() - t0, cpu_now()
+    val = validation_loss(ema, data, bsz, device, autocast) if a.val else None
+    save_checkpoint(ck, net, ema, opt, preset, step, seen, el, loss_avg, cpu, val)
+    summary = {"step": step, "seen": seen, "loss": loss_avg, "elapsed": round(el, 1), "cpu_seconds": round(cpu, 1),
+               "samples_per_cpu_second": round(seen / max(cpu, 1e-9), 2), "val_loss_ema": val}
+    with open(os.path.join(a.run, "summary.json"), "w") as f:
+        f.write(json.dumps(summary | {"preset": preset}, indent=2) + "\n")
+    print(f"done: {json.dumps(summary)}", flush=True)
 
 
 def load_init(path: str) -> dict:
@@ -238,14 +337,18 @@ def load_init(path: str) -> dict:
     from transformers import Dinov2Model  # from_pretrained maps the saved names onto this version's
     enc = Dinov2Model.from_pretrained(os.path.join(path, "style_encoder"), torch_dtype=torch.float32)
     net.style_encoder.load_state_dict(enc.state_dict())
-    return {"ema": net.state_dict(), "preset": info["preset"], "seen": info["seen"], "elapsed": info["elapsed"],
-            "step": info["step"]}
+    out = {"ema": net.state_dict(), "preset": info["preset"], "seen": info["seen"], "elapsed": info["elapsed"],
+           "step": info["step"]}
+    if "cpu_seconds" in info:
+        out["cpu_seconds"] = info["cpu_seconds"]
+    return out
 
 
-def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss):
+def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss, cpu_seconds, val=None):
     tmp = path + ".tmp"
     torch.save({"net": net.state_dict(), "ema": ema.state_dict(), "opt": opt.state_dict(), "preset": preset,
-                "step": step, "seen": seen, "elapsed": elapsed, "loss": loss}, tmp)
+                "step": step, "seen": seen, "elapsed": elapsed, "loss": loss, "cpu_seconds": cpu_seconds,
+                "val_loss_ema": val}, tmp)
     os.replace(tmp, path)
 
 
@@ -261,7 +364,16 @@ def export(a) -> None:
     with open(os.path.join(out, "config.json"), "w") as f:
         f.write(json.dumps(asdict(net.cfg), indent=2) + "\n")
     net.style_encoder.to(dtype).save_pretrained(os.path.join(out, "style_encoder"), safe_serialization=True)
-    info = {k: state[k] for k in ("step", "seen", "elapsed", "loss")} | {"preset": state["preset"]}
+    info = {k: state[k] for k in ("step", "seen", "elapsed", "loss")}
+    info["cpu_seconds"] = state.get("cpu_seconds", state["elapsed"])
+    if state.get("val_loss_ema"):
+        info["val_loss_ema"] = state["val_loss_ema"]
+    prior = prior_totals(state["preset"])
+    # All runs of this model's --init chain together (the issue's "total samples and CPU time").
+    info["total"] = {"runs": prior["runs"] + 1, "seen": prior["seen"] + state["seen"],
+                     "elapsed": round(prior["elapsed"] + state["elapsed"], 1),
+                     "cpu_seconds": round(prior["cpu_seconds"] + info["cpu_seconds"], 1)}
+    info["preset"] = state["preset"]
     with open(os.path.join(out, "training.json"), "w") as f:
         f.write(json.dumps(info, indent=2) + "\n")
     print(f"exported {out}: step {state['step']}, seen {state['seen']}, loss {state['loss']:.4f}")
@@ -273,11 +385,26 @@ def main() -> None:
     ap.add_argument("--run", required=True, help="folder for checkpoint.pt")
     ap.add_argument("--preset", default="cpu-small", choices=sorted(PRESETS))
     ap.add_argument("--batch", type=int, default=0)
-    ap.add_argument("--minutes", type=float, default=0, help="stop after this much training time (all runs)")
+    ap.add_argument("--minutes", type=float, default=0, help="stop after this much wall time (all resumed runs)")
+    ap.add_argument("--cpu-minutes", type=float, default=0,
+                    help="stop after this much CPU time of the trainer process, all threads (all resumed runs); "
+                         "the learning-rate schedule then runs over it. Unlike wall time it does not count while "
+                         "the process is stopped (SIGSTOP) or waits for cores, so runs on a shared machine compare")
+    ap.add_argument("--line-height", type=int, default=0, help="override the preset's line height (new runs)")
+    ap.add_argument("--patch", type=int, default=0, help="override the preset's patch size (new runs)")
+    ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
+                    help="bf16 autocast of the forward on the CPU too (always on CUDA)")
+    ap.add_argument("--sigma-weight", type=float, default=0.0,
+                    help="k of the loss weight (1 + k sigma) / (1 + k/2) over sigma; 0: unweighted")
+    ap.add_argument("--no-val", dest="val", action="store_false",
+                    help="skip the fixed-sigma validation loss of the EMA weights at the end")
     ap.add_argument("--steps", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--init", help="warm start from this checkpoint.pt's EMA weights, or from an exported model folder "
                     "(a new run otherwise)")
+    ap.add_argument("--init-partial", action="store_true",
+                    help="with --init: keep this run's line height / patch and load only the tensors whose shapes fit "
+                         "(the transformer blocks and style encoder; embedders and output projection start new)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)
@@ -294,8 +421,8 @@ def main() -> None:
     if a.export:
         export(a)
     else:
-        if not a.data or not (a.minutes or a.steps):
-            ap.error("training needs --data and --minutes or --steps")
+        if not a.data or not (a.minutes or a.steps or a.cpu_minutes):
+            ap.error("training needs --data and --minutes, --cpu-minutes or --steps")
         train(a)
 
 
