@@ -115,27 +115,25 @@ Status run_joint_block(const JointBlock& blk, const JointShape& s, const JointBu
   }
   if (mask) {
     if (blk.attn2) return unsupported("ragged batches with dual attention (SD3.5 attn2)");
-    auto gather = [&](const float* src, float* dst) {
-      for (int64_t n = 0; n < B; ++n)
-        for (int64_t i = 0; i < S; ++i)
-          std::memcpy(dst + (n * S + i) * D, src + (n * S + mask->perm[n * S + i]) * D, size_t(D) * sizeof(float));
-    };
-    gather(w.q, mask->gq);
-    gather(w.k, mask->gk);
-    gather(w.v, mask->gv);
-    // Row n attends its first valid[n] tokens only (the dense attention kernel on a shorter
-    // sequence); its padded queries' outputs are zero.
+    // Row n's real tokens, gathered in perm order, attend each other only (the dense attention
+    // kernel on valid[n] tokens); the padding's outputs are zero.
     for (int64_t n = 0; n < B; ++n) {
+      const int32_t* perm = mask->perm + n * S;
       const int64_t v = mask->valid[n];
       const size_t row = size_t(n * S * D);
+      for (const auto& [src, dst] : {std::pair{w.q, mask->gq}, {w.k, mask->gk}, {w.v, mask->gv}})
+        for (int64_t i = 0; i < v; ++i)
+          std::memcpy(dst + row + i * D, src + row + perm[i] * D, size_t(D) * sizeof(float));
       QUILL_RETURN_IF_ERROR(
           ops.attention(mask->gq + row, mask->gk + row, mask->gv + row, mask->gout + row, 1, v, v, Hh, Dh, scale));
-      std::fill(mask->gout + row + size_t(v * D), mask->gout + row + size_t(S * D), 0.0f);
+      for (int64_t i = 0; i < S; ++i) {
+        float* out = w.attn + row + perm[i] * D;
+        if (i < v)
+          std::memcpy(out, mask->gout + row + i * D, size_t(D) * sizeof(float));
+        else
+          std::fill(out, out + D, 0.0f);
+      }
     }
-    for (int64_t n = 0; n < B; ++n)
-      for (int64_t i = 0; i < S; ++i)
-        std::memcpy(w.attn + (n * S + mask->perm[n * S + i]) * D, mask->gout + (n * S + i) * D,
-                    size_t(D) * sizeof(float));
   } else {
     QUILL_RETURN_IF_ERROR(ops.attention(w.q, w.k, w.v, w.attn, B, S, S, Hh, Dh, scale));
   }

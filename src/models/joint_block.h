@@ -56,9 +56,10 @@ struct JointBuffers {
 
 // Ragged batches (rows padded to a common width): each row's real tokens, listed first in
 // perm[b * S ...] (indices into its joint sequence, the padding after them), valid[b] of them.
-// Attention gathers q/k/v into that order, runs each row on its first valid[b] tokens and
+// Attention gathers each row's real q/k/v into that order, runs it on its valid[b] tokens and
 // scatters the result back (padding: zeros), so a row's real tokens see exactly what they would
-// alone; every other op is per token or per row. gq, gk, gv, gout: [B, S, D].
+// alone; every other op is per token or per row. gq, gk, gv: [B, S, D] each, distinct from the
+// block's buffers except that gout may alias w.q (q is read only by the gather before it).
 struct JointKeyMask {
   const int32_t* perm = nullptr;
   const int32_t* valid = nullptr;

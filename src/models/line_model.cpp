@@ -152,7 +152,8 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   alloc(j.attn, B * S * D);
   alloc(j.tmp_x, B * N * D);
   alloc(j.tmp_c, B * T * D);
-  alloc(j.ff, B * std::max(N, T) * 4 * D);
+  // ff also holds a ragged batch's gathered q, k, v during attention (JointKeyMask).
+  alloc(j.ff, std::max(B * std::max(N, T) * 4 * D, 3 * B * S * D));
   alloc(o.temb, B * D);
   alloc(o.tproj, B * TimeTextEmbed::kTimeChannels);
   alloc(o.pooled_h, B * D);
@@ -170,10 +171,6 @@ size_t LineModel::layout(const LineBucket& b, const ThreadPool& pool, Arena* are
   o.scratch.attention_floats = op_attention_scratch_floats(S, cfg_.attention_head_dim, pool);
   alloc(o.scratch.linear, int64_t(lin));
   alloc(o.scratch.attention, int64_t(o.scratch.attention_floats));
-  alloc(o.gq, B * S * D);
-  alloc(o.gk, B * S * D);
-  alloc(o.gv, B * S * D);
-  alloc(o.gout, B * S * D);
   if (arena) {
     o.perm = arena->allocate_n<int32_t>(size_t(B * S));
     o.valid = arena->allocate_n<int32_t>(size_t(B));
@@ -242,7 +239,7 @@ Status LineModel::forward(const LineBucket& b, const float* hidden_states, const
         for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(y * wt + x);
       for (int64_t x = row_tokens[n]; x < wt; ++x) perm[k++] = int32_t(N + x);
     }
-    mask = {w.perm, w.valid, w.gq, w.gk, w.gv, w.gout};
+    mask = {w.perm, w.valid, j.ff, j.ff + B * S * D, j.ff + 2 * B * S * D, j.q};
   }
   for (const JointBlock& blk : blocks)
     QUILL_RETURN_IF_ERROR(run_joint_block(blk, shape, j, ops, &rope, ragged ? &mask : nullptr));

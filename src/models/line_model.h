@@ -46,9 +46,8 @@ struct LineBuffers {
   float *patches = nullptr, *columns = nullptr, *out = nullptr;
   float *rope_cos = nullptr, *rope_sin = nullptr;  // [S, head_dim/2], filled when the plan is built
   OpScratch scratch;
-  // Ragged batches (forward with row_tokens): the key order per row and the gathered q/k/v/out.
+  // Ragged batches (forward with row_tokens): the token order per row and its real-token count.
   int32_t *perm = nullptr, *valid = nullptr;
-  float *gq = nullptr, *gk = nullptr, *gv = nullptr, *gout = nullptr;
 };
 
 class LineModel {
