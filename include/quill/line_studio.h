@@ -154,10 +154,10 @@ class LineStudio {
   virtual Status warm_up(const std::vector<int64_t>& canvas_widths, int plan_batch) = 0;
   virtual Result<std::vector<LineResult>> generate_rows(const LineRowsRequest& request) = 0;
   virtual uint64_t plan_builds() const = 0;
+  virtual uint64_t plan_reuses() const = 0;
   // Ops whose primary device failed and whose CPU result was used, over the studio's life (waits
   // for a running generation).
   virtual uint64_t op_fallbacks() const = 0;
-  virtual uint64_t plan_reuses() const = 0;
   // Ops run per kind and device (line model and style encoder), one line per kind: for --diag.
   virtual std::string op_counts() const = 0;
 };

@@ -152,12 +152,8 @@ namespace detail {
 
 Result<Image> decode_png(const uint8_t* data, size_t size, const std::string& name) {
   // IHDR is always first: check the size before libpng reads further (or allocates anything).
-  if (size >= 24 && std::memcmp(data + 12, "IHDR", 4) == 0) {
-    auto be32 = [&](size_t o) {
-      return uint32_t(data[o]) << 24 | uint32_t(data[o + 1]) << 16 | uint32_t(data[o + 2]) << 8 | data[o + 3];
-    };
-    QUILL_RETURN_IF_ERROR(check_image_size(be32(16), be32(20), name));
-  }
+  if (auto dims = peek_image_dimensions(data, size, name))
+    QUILL_RETURN_IF_ERROR(check_image_size(dims->width, dims->height, name));
   auto ctx = std::make_unique<PngContext>();
   ctx->data = data;
   ctx->size = size;

@@ -170,10 +170,6 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
   return out;
 }
 
-}  // namespace quill
-
-namespace quill {
-
 Result<WidthBucket> LinePipeline::bucket_for(const std::string& text, OverflowPolicy overflow) {
   const LineModelConfig& c = engine_->model().config();
   QUILL_ASSIGN_OR_RETURN(int64_t natural, renderer_->measure(text, c.line_height));

@@ -85,7 +85,7 @@ class LinePipeline {
                                                          const std::function<void(int done, int total)>& on_line,
                                                          const StepControl& control = {});
 
-  // Rows sampled together, one batch per width bucket (a server passes rows of one bucket). Row i's
+  // Rows sampled together, one batch per width bucket (or one ragged batch, below). Row i's
   // noise comes from rows[i].seed alone (seeded as a one-line generate() with that seed), so its
   // image does not depend on the rows batched with it. Guidance applies when some row has a style
   // (a row without one is exact under it: its conditional and unconditional inputs are equal).

@@ -36,6 +36,12 @@ const std::vector<Field>& fields_of(RequestKind kind) {
   return kind == RequestKind::kLines ? lines : openai;
 }
 
+const Field* find_field(RequestKind kind, const std::string& name) {
+  for (const Field& f : fields_of(kind))
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
 const char* type_name(Type t) {
   switch (t) {
     case Type::kString: return "a string";
@@ -80,9 +86,7 @@ ApiError decode_style_text(const std::string& s, const char* field, std::vector<
 ApiError form_to_json(const FormData& form, RequestKind kind, nlohmann::json* out) {
   *out = nlohmann::json::object();
   for (const auto& [name, value] : form.fields) {
-    const Field* f = nullptr;
-    for (const Field& k : fields_of(kind))
-      if (name == k.name) f = &k;
+    const Field* f = find_field(kind, name);
     if (!f) {
       (*out)[name] = value;  // unknown: the validator decides
       continue;
@@ -117,9 +121,7 @@ ApiError parse_line_request(const nlohmann::json& body, const std::vector<uint8_
                             uint64_t random_seed, ParsedLineRequest* out) {
   if (!body.is_object()) return api_error(400, "invalid_json", "the request body must be a JSON object");
   for (const auto& [key, value] : body.items()) {
-    const Field* f = nullptr;
-    for (const Field& k : fields_of(kind))
-      if (key == k.name) f = &k;
+    const Field* f = find_field(kind, key);
     if (!f) {
       if (kind == RequestKind::kLines)
         return api_error(422, "unknown_field", str_cat("unknown field '", key.substr(0, 60), "'"), key.substr(0, 60));
