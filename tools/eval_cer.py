@@ -87,13 +87,6 @@ def ink_iou(a_path: str, b: np.ndarray) -> float:
     return float(np.logical_and(a, bb).sum() / union) if union else 1.0
 
 
-def font_path(name: str) -> str:
-    for f in ld.handwriting_fonts():
-        if os.path.basename(f) == name:
-            return f
-    raise SystemExit(f"font {name} is not installed (see docs/MODEL_CARD.md for the Debian packages)")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quill", default="build/release/quill")
@@ -125,7 +118,7 @@ def main() -> None:
     results = {}
     t_start = time.time()
     for name in fonts:
-        path = font_path(name)
+        path = ld.font_path(name)
         cs = ld.font_charset(path)
         texts = []
         while len(texts) < a.texts + 1:

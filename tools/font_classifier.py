@@ -146,7 +146,7 @@ def train(a) -> None:
     torch.manual_seed(0)
     rng = random.Random(0)
     names = eval_fonts()
-    fonts = [eval_cer_font_path(n) for n in names]
+    fonts = [ld.font_path(n) for n in names]
     t0 = time.time()
     lines, labels = ground_truth(a.quill, fonts, a.per_font, TRAIN_SEED, 0.2)
     test_lines, test_labels = ground_truth(a.quill, fonts, a.test_per_font, TEST_SEED, 0.5)
@@ -184,13 +184,6 @@ def train(a) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     torch.save({"model": model.state_dict(), "fonts": names, "width": a.width, "info": info}, a.out)
     print(f"wrote {a.out}")
-
-
-def eval_cer_font_path(name: str) -> str:
-    for f in ld.handwriting_fonts():
-        if os.path.basename(f) == name:
-            return f
-    raise SystemExit(f"font {name} is not installed (bash scripts/setup-debian.sh --line-training)")
 
 
 def main() -> None:

@@ -69,6 +69,14 @@ def handwriting_fonts() -> list[str]:
     return out
 
 
+def font_path(name: str) -> str:
+    """The installed file of a handwriting font, by its file name (as evaluations list them)."""
+    for f in handwriting_fonts():
+        if os.path.basename(f) == name:
+            return f
+    raise SystemExit(f"font {name} is not installed (bash scripts/setup-debian.sh --line-training)")
+
+
 def font_charset(path: str) -> set[str]:
     return {chr(c) for c in TTFont(path, fontNumber=0).getBestCmap()}
 
