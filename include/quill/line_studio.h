@@ -56,16 +56,18 @@ struct LineStyle {
     kModelDefault,  // the model's style_reference.png when it ships one, else no style
     kNone,          // unconditional: the model's own average hand
     kImageFile,     // a PNG or JPEG file
-    kPixels,        // 8-bit pixels in memory (gray, RGB or RGBA, row-major)
+    kPixels,        // 8-bit pixels in memory (gray, RGB or RGBA, row-major): `pixels`, or `data` when set
   };
   Kind kind = Kind::kModelDefault;
   std::string path;             // kImageFile
   std::vector<uint8_t> pixels;  // kPixels: height x width x channels
   int width = 0, height = 0, channels = 0;
+  const uint8_t* data = nullptr;  // kPixels without a copy: the caller's buffer, read during the call only
 
   static LineStyle model_default() { return {}; }
   static LineStyle none() { return {Kind::kNone, {}, {}, 0, 0, 0}; }
   static LineStyle file(std::string p) { return {Kind::kImageFile, std::move(p), {}, 0, 0, 0}; }
+  static LineStyle view(const uint8_t* d, int w, int h, int c) { return {Kind::kPixels, {}, {}, w, h, c, d}; }
 };
 
 struct LineProgress {

@@ -108,4 +108,20 @@ class ImageGenerator {
   virtual std::string op_counts() const = 0;
 };
 
+// Conditioning and latents stored in safetensors files, as `quill generate --cond/--negative/
+// --latents` and `quill.ImagePipeline` read them. SD3 takes encoder_hidden_states [B, T, J] and
+// pooled_projections [B, P]; FLUX.2 (no pooled vector) takes prompt_embeds [B, T, J] (diffusers'
+// name; encoder_hidden_states is accepted too). `negative` reads the negative_* tensors of a file
+// that holds both (diffusers' prompt_embeds files do).
+Result<ImageGenerator::Conditioning> read_conditioning_file(const std::string& path, const ImageGenerator::Info& info,
+                                                            bool negative = false);
+// Whether `path` holds negative_prompt_embeds / negative_encoder_hidden_states beside the positive ones.
+bool conditioning_file_has_negative(const std::string& path);
+// The tensor `latents` of `path`, which must have exactly `shape`.
+Result<std::vector<float>> read_latents_file(const std::string& path, const std::vector<int64_t>& shape);
+
+// PNG bytes of 8-bit pixels (gray, gray+alpha, RGB or RGBA by `channels`, rows top to bottom):
+// what `quill line`, `quill serve` and `quill.encode_png` write.
+Result<std::vector<uint8_t>> encode_png(const uint8_t* pixels, int width, int height, int channels);
+
 }  // namespace quill

@@ -41,6 +41,18 @@ Status check_sampling(const LineSampling& s) {
   return check_range("start_sigma", s.start_sigma, kLineStartSigmaRange);
 }
 
+// A kPixels style as an Image: its own vector, or a copy of the caller's buffer once its sides are
+// known to be sane (style_reference_from_image checks the rest).
+Result<Image> pixels_image(const LineStyle& style) {
+  if (!style.data) return Image{style.width, style.height, style.channels, style.pixels};
+  if (style.width < 1 || style.height < 1 || style.width > kMaxImageSide || style.height > kMaxImageSide ||
+      style.channels < 1 || style.channels > 4)
+    return invalid_argument("style image is ", style.width, "x", style.height, "x", style.channels,
+                            "; sides must be in [1, ", kMaxImageSide, "] and channels 1 to 4");
+  const size_t n = size_t(style.width) * size_t(style.height) * size_t(style.channels);
+  return Image{style.width, style.height, style.channels, std::vector<uint8_t>(style.data, style.data + n)};
+}
+
 LineOptions to_line_options(const LineSampling& s, bool clamp_overflow) {
   LineOptions lo;
   lo.steps = s.steps;
@@ -227,8 +239,10 @@ class LineStudioImpl final : public LineStudio {
       return invalid_argument("this model has no style encoder (no style_encoder/ folder), so a style image cannot be used; "
                          "leave the style out (or --no-style) to write in the model's own hand")
           .with_file(model_dir_);
-    if (style.kind == LineStyle::Kind::kPixels)
-      return enc->embed_image(Image{style.width, style.height, style.channels, style.pixels});
+    if (style.kind == LineStyle::Kind::kPixels) {
+      QUILL_ASSIGN_OR_RETURN(Image image, pixels_image(style));
+      return enc->embed_image(image);
+    }
     return enc->embed(path);
   }
 

@@ -11,7 +11,6 @@
 #include "cli/validators.h"
 #include "core/memory_stats.h"
 #include "io/image.h"
-#include "io/safetensors.h"
 #include "quill/quill.h"
 
 namespace quill::cli {
@@ -31,76 +30,23 @@ struct Options {
 
 using Conditioning = ImageGenerator::Conditioning;
 
-// The text conditioning in `path`: SD3 takes encoder_hidden_states [B, T, J] and
-// pooled_projections [B, P]; FLUX.2 (no pooled vector) takes prompt_embeds [B, T, J] (diffusers'
-// name; encoder_hidden_states is accepted too). `prefix` "negative_" reads the negative tensors
-// from a file that holds both. The negative must match the positive's batch, and for SD3 its
-// length.
-Result<Conditioning> read_conditioning(const std::string& path, const ImageGenerator::Info& info,
-                                       const std::string& prefix, int64_t* batch, int64_t* text_len) {
-  QUILL_ASSIGN_OR_RETURN(auto f, SafetensorsFile::open(path));
+// The conditioning in `path` (read_conditioning_file); the negative must match the positive's
+// batch, and for SD3 its length.
+Result<Conditioning> read_conditioning(const std::string& path, const ImageGenerator::Info& info, bool negative,
+                                       int64_t* batch, int64_t* text_len) {
+  QUILL_ASSIGN_OR_RETURN(Conditioning c, read_conditioning_file(path, info, negative));
   const bool pooled = info.pooled_projection_dim > 0;
-  std::string text_name = prefix + "encoder_hidden_states";
-  if (!pooled && !f->find(text_name) && f->find(prefix + "prompt_embeds")) text_name = prefix + "prompt_embeds";
-  if (!f->find(text_name))
-    return invalid_argument("missing tensor '", text_name, "'; a conditioning file holds ",
-                            pooled ? str_cat("encoder_hidden_states [B, T, ", info.joint_attention_dim,
-                                             "] and pooled_projections [B, ", info.pooled_projection_dim, "]")
-                                   : str_cat("prompt_embeds [B, T, ", info.joint_attention_dim, "] (",
-                                             info.architecture, " takes no pooled vector)"))
-        .with_file(path);
-  QUILL_ASSIGN_OR_RETURN(Tensor e, f->tensor(text_name));
-  if (e.rank() != 3 || e.dim(2) != info.joint_attention_dim || !dtype_traits(e.dtype()).is_float)
-    return invalid_argument("wrong shape or dtype")
-        .with_tensor(text_name)
-        .with_file(path)
-        .with_expected_found(str_cat("float [B, T, ", info.joint_attention_dim, "]"), e.describe());
-  std::vector<float> pooled_values;
-  if (pooled) {
-    const std::string pooled_name = prefix + "pooled_projections";
-    if (!f->find(pooled_name))
-      return invalid_argument("missing tensor '", pooled_name, "'; a conditioning file holds encoder_hidden_states [B, T, ",
-                              info.joint_attention_dim, "] and pooled_projections [B, ", info.pooled_projection_dim,
-                              "]")
-          .with_file(path);
-    QUILL_ASSIGN_OR_RETURN(Tensor p, f->tensor(pooled_name));
-    if (p.rank() != 2 || p.dim(0) != e.dim(0) || p.dim(1) != info.pooled_projection_dim ||
-        !dtype_traits(p.dtype()).is_float)
-      return invalid_argument("wrong shape or dtype")
-          .with_tensor(pooled_name)
-          .with_file(path)
-          .with_expected_found(str_cat("float [", e.dim(0), ", ", info.pooled_projection_dim, "]"), p.describe());
-    pooled_values = p.to_f32_vector();
-  }
-  if (*batch >= 0 && (e.dim(0) != *batch || (pooled && e.dim(1) != *text_len)))
+  if (*batch >= 0 && (c.batch != *batch || (pooled && c.text_len != *text_len)))
     return invalid_argument("negative conditioning must match the positive one's batch",
                             pooled ? " and length" : "")
         .with_file(path)
         .with_expected_found(str_cat("[", *batch, ", ", pooled ? str_cat(*text_len) : "*", ", *]"),
-                             e.shape().to_string());
+                             str_cat("[", c.batch, ", ", c.text_len, ", ", info.joint_attention_dim, "]"));
   if (*batch < 0) {
-    *batch = e.dim(0);
-    *text_len = e.dim(1);
+    *batch = c.batch;
+    *text_len = c.text_len;
   }
-  return Conditioning{e.to_f32_vector(), std::move(pooled_values), e.dim(0), e.dim(1)};
-}
-
-Result<std::vector<float>> read_latents(const std::string& path, const Shape& want) {
-  QUILL_ASSIGN_OR_RETURN(auto lf, SafetensorsFile::open(path));
-  QUILL_ASSIGN_OR_RETURN(Tensor lt, lf->tensor("latents"));
-  if (lt.shape() != want)
-    return invalid_argument("wrong shape")
-        .with_tensor("latents")
-        .with_file(path)
-        .with_expected_found(want.to_string(), lt.shape().to_string());
-  return lt.to_f32_vector();
-}
-
-// Whether `path` holds the negative tensors beside the positive ones (prompt_embeds files from
-// diffusers hold both).
-bool holds_negative(const std::string& path) {
-  auto f = SafetensorsFile::open(path);
-  return f && ((*f)->find("negative_prompt_embeds") || (*f)->find("negative_encoder_hidden_states"));
+  return c;
 }
 
 // --prompt: the model's text encoder makes the conditioning (and the negative, "" unless given).
@@ -157,17 +103,17 @@ int run(const Options& o) {
     if (Status st = conditioning_from_prompts(gen, o, guided, &cond, &negative); !st) return report_error(st);
     batch = cond.batch;
   } else {
-    const bool negative_inside = o.negative.empty() && holds_negative(o.cond);
+    const bool negative_inside = o.negative.empty() && conditioning_file_has_negative(o.cond);
     if (guided && o.negative.empty() && !negative_inside)
       return report_error(invalid_argument("guidance scale ", cfg,
                                            " > 1 needs --negative (the unconditional tensors); use --cfg 1 to skip "
                                            "guidance"));
-    auto c = read_conditioning(o.cond, info, "", &batch, &text_len);
+    auto c = read_conditioning(o.cond, info, false, &batch, &text_len);
     if (!c) return report_error(c.status());
     cond = std::move(*c);
     if (guided) {
-      auto n = negative_inside ? read_conditioning(o.cond, info, "negative_", &batch, &text_len)
-                               : read_conditioning(o.negative, info, "", &batch, &text_len);
+      auto n = negative_inside ? read_conditioning(o.cond, info, true, &batch, &text_len)
+                               : read_conditioning(o.negative, info, false, &batch, &text_len);
       if (!n) return report_error(n.status());
       negative = std::move(n.value());
     }
@@ -178,7 +124,7 @@ int run(const Options& o) {
       return report_error(invalid_argument("--width and --height must be multiples of ", info.latent_scale, " for ",
                                            info.architecture));
     auto lat =
-        read_latents(o.latents, {batch, info.in_channels, height / info.latent_scale, width / info.latent_scale});
+        read_latents_file(o.latents, {batch, info.in_channels, height / info.latent_scale, width / info.latent_scale});
     if (!lat) return report_error(lat.status());
     go.initial_latents = std::move(lat.value());
   }
