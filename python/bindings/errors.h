@@ -26,4 +26,14 @@ T unwrap(Result<T>&& r) {
   return std::move(r).value();
 }
 
+// Runs `f` (returning a Result) with the GIL released, then unwraps its value or raises.
+template <typename F>
+auto call_without_gil(F&& f) {
+  auto r = [&] {
+    nanobind::gil_scoped_release release;
+    return f();
+  }();
+  return unwrap(std::move(r));
+}
+
 }  // namespace quill::py

@@ -78,21 +78,13 @@ class PyImageGenerator {
     o.tokenizer = tokenizer;
     o.threads = threads;
     o.device = unwrap(parse_device_choice(device));
-    Result<std::unique_ptr<ImageGenerator>> r = [&] {
-      nb::gil_scoped_release release;
-      return ImageGenerator::open(o);
-    }();
-    gen_ = unwrap(std::move(r));
+    gen_ = call_without_gil([&] { return ImageGenerator::open(o); });
   }
 
   ImageGenerator& gen() { return *gen_; }
 
   Conditioning encode_prompts(const std::vector<std::string>& prompts) {
-    Result<Conditioning> r = [&] {
-      nb::gil_scoped_release release;
-      return gen_->encode_prompts(prompts);
-    }();
-    return unwrap(std::move(r));
+    return call_without_gil([&] { return gen_->encode_prompts(prompts); });
   }
 
   // Images [B, H, W, 3] uint8.
@@ -148,12 +140,13 @@ void bind_image_generator(nb::module_& m) {
                      const size_t j = b * t ? c.encoder_hidden_states.size() / (b * t) : 0;
                      std::vector<float> v = c.encoder_hidden_states;
                      return to_numpy(std::move(v), {b, t, j});
-                   })
+                   },
+                   nb::rv_policy::move)
       .def_prop_ro("pooled_projections", [](const Conditioning& c) -> nb::object {
         if (c.pooled_projections.empty()) return nb::none();
         const size_t b = size_t(c.batch);
         std::vector<float> v = c.pooled_projections;
-        return nb::cast(to_numpy(std::move(v), {b, v.size() / b}));
+        return nb::cast(to_numpy(std::move(v), {b, v.size() / b}), nb::rv_policy::move);
       });
 
   m.def(

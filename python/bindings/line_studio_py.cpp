@@ -85,11 +85,7 @@ class PyLineStudio {
     o.font_path = font;
     o.threads = threads;
     o.device = unwrap(parse_device_choice(device));
-    Result<std::unique_ptr<LineStudio>> r = [&] {
-      nb::gil_scoped_release release;
-      return LineStudio::open(o);
-    }();
-    studio_ = unwrap(std::move(r));
+    studio_ = call_without_gil([&] { return LineStudio::open(o); });
   }
 
   LineStudio& studio() { return *studio_; }
@@ -121,11 +117,7 @@ class PyLineStudio {
   PyStyleEmbedding embed_style(nb::handle style) {
     std::optional<StyleArray> keep;
     const LineStyle s = to_style(style, &keep);
-    Result<StyleEmbedding> r = [&] {
-      nb::gil_scoped_release release;
-      return studio_->embed_style(s);
-    }();
-    return {unwrap(std::move(r))};
+    return {call_without_gil([&] { return studio_->embed_style(s); })};
   }
 
   nb::list generate_rows(const std::vector<std::tuple<std::string, std::optional<PyStyleEmbedding*>, uint64_t>>& rows,

@@ -25,11 +25,7 @@ NB_MODULE(_quill, m) {
   m.def(
       "describe_model_json",
       [](const std::string& path, bool tensors) {
-        quill::Result<std::string> r = [&] {
-          nb::gil_scoped_release release;
-          return quill::describe_model_json(path, tensors);
-        }();
-        return unwrap(std::move(r));
+        return call_without_gil([&] { return quill::describe_model_json(path, tensors); });
       },
       nb::arg("path"), nb::arg("tensors") = false, "What `quill info --json` prints for `path`.");
   m.def(
@@ -40,11 +36,7 @@ NB_MODULE(_quill, m) {
         const int64_t c = a.ndim() == 3 ? int64_t(a.shape(2)) : 1;
         if (a.shape(0) > size_t(1) << 20 || a.shape(1) > size_t(1) << 20)
           raise(quill::invalid_argument("encode_png: image of ", a.shape(1), "x", a.shape(0), " is too large"));
-        quill::Result<std::vector<uint8_t>> r = [&] {
-          nb::gil_scoped_release release;
-          return quill::encode_png(a.data(), int(a.shape(1)), int(a.shape(0)), int(c));
-        }();
-        std::vector<uint8_t> png = unwrap(std::move(r));
+        std::vector<uint8_t> png = call_without_gil([&] { return quill::encode_png(a.data(), int(a.shape(1)), int(a.shape(0)), int(c)); });
         return nb::bytes(reinterpret_cast<const char*>(png.data()), png.size());
       },
       nb::arg("image"), "PNG bytes of a uint8 image [H, W] (gray) or [H, W, C] (C = 1..4).");
