@@ -39,7 +39,7 @@ class StepGuard {
     }
     if (!progress_.is_none()) {
       try {
-        nanobind::object r = progress_(make_args());
+        nanobind::object r = progress_(*make_args());
         if (r.ptr() == Py_False) stop_.store(true);
       } catch (nanobind::python_error& e) {
         error_.emplace(std::move(e));

@@ -55,6 +55,9 @@ ImageGenerator::OpenOptions resolve_pipeline_folder(ImageGenerator::OpenOptions 
 
 Result<std::unique_ptr<ImageGenerator>> ImageGenerator::open(const OpenOptions& given) {
   const OpenOptions options = resolve_pipeline_folder(given);
+  std::error_code ec;
+  if (!std::filesystem::exists(options.transformer, ec))
+    return not_found("no such model file or folder").with_file(options.transformer);
   if (options.vae.empty())
     return invalid_argument("no VAE: give one, or a diffusers pipeline folder with a vae/ folder")
         .with_file(options.transformer);
