@@ -5,8 +5,11 @@
 //   kBf16    [K/2][nr][2] bf16: the pair (k, k+1) of column n at (k/2 * nr + n) * 2.
 //   kI8      [K/4][nr][4] int8 codes, then f32 d[K/G][nr] (group scales), then f32 c[nr] where
 //            c[n] = 128 * sum_g d[g][n] * sum_{k in g} w[n, k] (the correction for u8 activations).
+//   kI8x3    [K/4][nr][4] u8 codes w + 1 (tq2), then f32 d[K/G][nr].
 // Activations: kF32 reads x as is; kBf16 reads x rounded to bf16 [M][K]; kI8 reads
-// u8 = q + 128 [M][K] with q = round(x / s), s = absmax / 127 per row (scale array beside).
+// u8 = q + 128 [M][K] with q = round(x / s), s = absmax / 127 per row (scale array beside);
+// kI8x3 reads x as three int8 digit planes per 128-group with a scale and a sum per group (the
+// exact mode on AVX-512 VNNI without AMX; layout in quant_exact_i8_avx512.cpp).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +20,7 @@
 namespace quill::quant::detail {
 
 // kBf16x3 (AMX exact mode): x as three bf16 planes hi/mid/lo with hi + mid + lo == x.
-enum class PanelKind { kF32, kBf16, kI8, kBf16x3 };
+enum class PanelKind { kF32, kBf16, kI8, kBf16x3, kI8x3 };
 
 struct WeightView {
   DType dtype;
@@ -65,6 +68,9 @@ namespace avx512 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
 void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);  // same numerics
 void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);
+// Exact tq2_0_g128 on VNNI (kI8x3): the kernel set, and x rows into that layout (row stride lda bytes).
+const KernelSet* exact_i8_kernels(DType dtype);
+void prep_i8x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t* out);
 }  // namespace avx512
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
@@ -94,6 +100,8 @@ struct QuantKernels {
   // Set where some plan reads kBf16x3 activations.
   void (*prep_bf16x3_rows)(const float* x, int64_t rows, int64_t K, int64_t lda, int64_t plane,
                            uint16_t* out) = nullptr;
+  // Set where some plan reads kI8x3 activations.
+  void (*prep_i8x3_rows)(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t* out) = nullptr;
 };
 
 }  // namespace quill::quant::detail

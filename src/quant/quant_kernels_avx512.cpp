@@ -11,6 +11,7 @@
 
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
+#include "quant/vnni_inplace.h"
 
 namespace quill::quant::detail::avx512 {
 
@@ -299,8 +300,8 @@ void tile_i8(const TileArgs& a) {
         int32_t quad;
         std::memcpy(&quad, xg + i * lda + 4 * q, 4);
         const __m512i xv = _mm512_set1_epi32(quad);
-        s0[i] = _mm512_dpbusd_epi32(s0[i], xv, b0);
-        s1[i] = _mm512_dpbusd_epi32(s1[i], xv, b1);
+        s0[i] = dpbusd(s0[i], xv, b0);
+        s1[i] = dpbusd(s1[i], xv, b1);
       }
     }
     b += (G / 4) * kNr;
@@ -392,6 +393,8 @@ const KernelSet* kernels(DType dtype, PanelKind kind) {
       return nullptr;
     case PanelKind::kBf16x3:
       return nullptr;  // AMX only (quant_kernels_amx.cpp)
+    case PanelKind::kI8x3:
+      return exact_i8_kernels(dtype);  // quant_exact_i8_avx512.cpp
   }
   return nullptr;
 }

@@ -33,6 +33,7 @@ int64_t group_of(DType dtype) { return dtype == DType::kQ8_0 ? kQ8BlockSize : kT
 // Row stride (elements) of prepared activations: padded by a cache line so the micro-kernel's
 // rows do not all fall into the same L1 sets when K is a multiple of 4 KiB / element size.
 int64_t act_stride(PanelKind kind, int64_t K) {
+  if (kind == PanelKind::kI8x3) return 3 * K + 8 * (K / kTq2BlockSize) + 64;  // digits, scales, sums
   return kind == PanelKind::kBf16 || kind == PanelKind::kBf16x3 ? K + 32 : K + 64;
 }
 
@@ -46,6 +47,8 @@ size_t act_bytes(PanelKind kind, int64_t rows, int64_t K) {
       return align_up(size_t(rows * act_stride(kind, K))) + align_up(size_t(rows) * sizeof(float));
     case PanelKind::kBf16x3:
       return align_up(size_t(3 * rows * act_stride(kind, K)) * 2);
+    case PanelKind::kI8x3:
+      return align_up(size_t(rows * act_stride(kind, K)));
   }
   return 0;
 }
@@ -246,6 +249,8 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
       return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4 + size_t(nr) * 4;
     case PanelKind::kBf16x3:
       return size_t(K) * size_t(nr) * 2 + size_t(K / group) * size_t(nr) * 4;
+    case PanelKind::kI8x3:
+      return size_t(K) * size_t(nr) + size_t(K / group) * size_t(nr) * 4;
   }
   return 0;
 }
@@ -265,7 +270,9 @@ QuantMode quant_mode_from_env() {
 namespace {
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
 // rows are 1 byte per element, the other activation formats 2 to 6.
-int64_t rows_per_pass(PanelKind kind) { return kind == PanelKind::kI8 ? kQuantMChunk : 512; }
+int64_t rows_per_pass(PanelKind kind) {
+  return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 2 : 512;
+}
 }  // namespace
 
 size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool) {
@@ -309,7 +316,9 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
     if (kind != PanelKind::kF32) {
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          if (kind == PanelKind::kBf16x3)
+          if (kind == PanelKind::kI8x3)
+            qk.prep_i8x3_rows(xc + r * K, 1, K, lda, reinterpret_cast<int8_t*>(act) + r * lda);
+          else if (kind == PanelKind::kBf16x3)
             qk.prep_bf16x3_rows(xc + r * K, 1, K, lda, chunk * lda, reinterpret_cast<uint16_t*>(act) + r * lda);
           else if (kind == PanelKind::kI8)
             qk.prep_i8_rows(xc + r * K, 1, K, act + r * lda, act_scale + r);

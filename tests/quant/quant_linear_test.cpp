@@ -150,6 +150,80 @@ TEST(QuantLinear, AmxMatchesVnniBitForBit) {
       }
 }
 
+// Exact ternary without AMX: activations as 22-bit integers per 128-group (a power-of-two scale
+// s = 2^(floor(log2 max|x_g|) - 21)), int8 digits on VNNI, exact integer group sums. Each x is off
+// by at most s/2, so |y - ref| <= sum_g s_g / 2 * d_g * #{k in g: w != 0} + f32 rounding of the
+// group terms. Checked per element against that bound on activations with outliers (x1000 every
+// 97th), a row near the bottom of f32's range and a zero row; on plain N(0, 1) activations, to
+// the AMX exact kernel's 2e-6 (max error / max |y|).
+TEST(QuantLinear, ExactTernaryOnVnniMeetsItsBound) {
+  const cpu::KernelTable& avx512 = cpu::kernel_table_for(CpuIsa::kAvx512, false);
+  if (cpu_hardware_isa() != CpuIsa::kAvx512 ||
+      avx512.quant.plan[size_t(DType::kTQ2_0_G128)][size_t(QuantMode::kExact)].kind != detail::PanelKind::kI8x3)
+    GTEST_SKIP() << "no AVX-512 VNNI here";
+  ThreadPool pool(2);
+  constexpr int64_t G = kTq2BlockSize;
+  for (int64_t M : {1, 4, 100, 257})
+    for (int64_t K : {128, 1152, 3072})
+      for (int64_t N : {1, 33, 96}) {
+        const std::string what = "M=" + std::to_string(M) + " K=" + std::to_string(K) + " N=" + std::to_string(N);
+        const std::vector<float> bias = random_normal(size_t(N), 4);
+        const Weight w = make_weight(DType::kTQ2_0_G128, N, K, uint32_t(K * 5 + N));
+        std::vector<float> x = random_normal(size_t(M * K), uint32_t(M * 7 + K + N));
+        EXPECT_LE(rel_err(run(avx512, x, M, w, bias, QuantMode::kExact, pool), gemm_ref(x, w.deq, bias, M, N, K)), 2e-6)
+            << what << " N(0, 1)";
+        for (size_t i = 0; i < x.size(); i += 97) x[i] *= 1000.0f;
+        if (M > 2)
+          for (int64_t k = 0; k < K; ++k) {
+            x[size_t(K + k)] *= 1e-36f;   // row 1: values down to subnormal
+            x[size_t(2 * K + k)] = 0.0f;  // row 2: zeros
+          }
+        const std::vector<float> y = run(avx512, x, M, w, bias, QuantMode::kExact, pool);
+        const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
+        int bad = 0;
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            double bound = 0, mag = std::fabs(bias[size_t(n)]);
+            for (int64_t g = 0; g < K / G; ++g) {
+              float gmax = 0;
+              for (int64_t k = g * G; k < (g + 1) * G; ++k) gmax = std::max(gmax, std::fabs(x[size_t(m * K + k)]));
+              const double s = gmax > 0 ? std::ldexp(1.0, std::max(std::ilogb(gmax), -105) - 21) : 0.0;
+              for (int64_t k = g * G; k < (g + 1) * G; ++k) {
+                const double wk = std::fabs(w.deq[size_t(n * K + k)]);
+                bound += s / 2 * wk;
+                mag += std::fabs(x[size_t(m * K + k)]) * wk;
+              }
+            }
+            bound += 1e-6 * mag;
+            const double err = std::fabs(double(y[size_t(m * N + n)]) - ref[size_t(m * N + n)]);
+            if (!(err <= bound) && ++bad <= 3)
+              ADD_FAILURE() << what << " y[" << m << "," << n << "]: error " << err << " over the bound " << bound;
+          }
+      }
+}
+
+TEST(QuantLinear, ExactTernaryOnVnniPropagatesNanAndInf) {
+  const cpu::KernelTable& avx512 = cpu::kernel_table_for(CpuIsa::kAvx512, false);
+  if (cpu_hardware_isa() != CpuIsa::kAvx512) GTEST_SKIP() << "no AVX-512 here";
+  ThreadPool pool(1);
+  const int64_t M = 4, K = 256, N = 40;
+  std::vector<float> x = random_normal(size_t(M * K), 8);
+  x[size_t(1 * K + 200)] = std::nanf("");
+  x[size_t(3 * K + 5)] = INFINITY;
+  const Weight w = make_weight(DType::kTQ2_0_G128, N, K, 9);
+  const std::vector<float> bias(size_t(N), 0.0f);
+  const std::vector<float> y = run(avx512, x, M, w, bias, QuantMode::kExact, pool);
+  const std::vector<float> ref = gemm_ref(x, w.deq, bias, M, N, K);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const float v = y[size_t(m * N + n)];
+      if (m == 0 || m == 2)
+        EXPECT_NEAR(v, ref[size_t(m * N + n)], 1e-5) << m << "," << n;
+      else
+        EXPECT_FALSE(std::isfinite(v)) << "row " << m << " col " << n << " should not be finite, got " << v;
+    }
+}
+
 // bf16 A8 goes to oneDNN, which keeps a reordered copy of each weight. A weight without an owner
 // (lifetime unknown, e.g. a view over a caller's buffer) must not be served from that cache: new
 // values at the same address must give new results.

@@ -48,6 +48,12 @@ qd::QuantPlan quant_plan(CpuIsa isa, bool amx, DType dtype, QuantMode mode) {
       p.kernels = qd::amx::exact_kernels(dtype);
       return p;
     }
+    // Without AMX, exact ternary runs as int8 digits on VNNI (faster than f32 FMA, as accurate).
+    if (mode == QuantMode::kExact && dtype == DType::kTQ2_0_G128 && qd::avx512::exact_i8_kernels(dtype)) {
+      p.kind = PanelKind::kI8x3;
+      p.kernels = qd::avx512::exact_i8_kernels(dtype);
+      return p;
+    }
     if (amx && p.kind == PanelKind::kI8) p.kernels = qd::amx::kernels(dtype, p.kind);
     if (!p.kernels) p.kernels = qd::avx512::kernels(dtype, p.kind);
     // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel.
@@ -82,6 +88,7 @@ KernelTable build(CpuIsa isa, bool amx) {
     q.prep_i8_rows = qd::avx512::prep_i8_rows;
     q.prep_bf16_rows = qd::avx512::prep_bf16_rows;
     if (amx) q.prep_bf16x3_rows = qd::amx::prep_bf16x3_rows;
+    q.prep_i8x3_rows = qd::avx512::prep_i8x3_rows;
   }
 #endif
   return t;
