@@ -1,8 +1,9 @@
 """Line requests for the Ray Serve app: the same fields, checks, error codes and messages as
 `quill serve` (src/serve/line_request.cpp), so a client sees one API whichever server answers.
 
-Pure Python (no Ray, no quill): the ingress parses and range-checks here; the checks that need
-the model (text width, style image) run on a LineStudioWorker with `decode_style_image`.
+Pure Python (no Ray, no quill): the ingress reads the body (quill_ray_body.py) and range-checks
+here; the checks that need the model (text width, style image) run on a LineStudioWorker with
+`decode_style_image`.
 """
 
 from __future__ import annotations
@@ -12,21 +13,20 @@ import binascii
 import io
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 MAX_SEED = (1 << 53) - 1  # exact in a JSON number (and JavaScript)
-MAX_JSON_DEPTH = 32
 # Setting ranges of include/quill/line_studio.h (steps is capped by Limits.max_steps).
 CFG_RANGE = (0.0, 50.0)
 START_SIGMA_RANGE = (0.01, 1.0)
 SHIFT_RANGE = (0.01, 100.0)
 
-_STRING, _INTEGER, _NUMBER, _BOOL = "a string", "an integer", "a number", "a boolean"
+STRING, INTEGER, NUMBER, BOOL = "a string", "an integer", "a number", "a boolean"
 LINE_FIELDS = {
-    "text": _STRING, "style": _STRING, "style_id": _STRING, "seed": _INTEGER, "steps": _INTEGER,
-    "cfg": _NUMBER, "start_sigma": _NUMBER, "shift": _NUMBER, "clamp_overflow": _BOOL,
-    "response_format": _STRING, "timeout_s": _NUMBER,
+    "text": STRING, "style": STRING, "style_id": STRING, "seed": INTEGER, "steps": INTEGER,
+    "cfg": NUMBER, "start_sigma": NUMBER, "shift": NUMBER, "clamp_overflow": BOOL,
+    "response_format": STRING, "timeout_s": NUMBER,
 }
 BUILTIN_STYLES = ("default", "none")
 
@@ -55,7 +55,7 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, field: Optional[str] = None,
                  headers: Optional[dict] = None):
         super().__init__(message)
-        self.status, self.code, self.message, self.field = status, code, message, field
+        self.status, self.code, self.message, self.field = status, code, message, field or None  # "" -> null
         self.headers = headers or {}
 
     def body(self) -> dict:
@@ -102,13 +102,13 @@ def _json_type(v: Any) -> str:
 
 
 def _has_type(v: Any, kind: str) -> bool:
-    if kind == _STRING:
+    if kind == STRING:
         return isinstance(v, str)
-    if kind == _BOOL:
+    if kind == BOOL:
         return isinstance(v, bool)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return False
-    return kind == _NUMBER or isinstance(v, int) or float(v).is_integer()
+    return kind == NUMBER or isinstance(v, int) or float(v).is_integer()
 
 
 def _fmt(x: float) -> str:
@@ -117,42 +117,6 @@ def _fmt(x: float) -> str:
 
 def _range_error(name: str, lo: float, hi: float, got: Any) -> ApiError:
     return ApiError(422, "out_of_range", f"{name} must be in [{_fmt(lo)}, {_fmt(hi)}], got {json.dumps(got)}", name)
-
-
-def _depth(v: Any) -> int:
-    if isinstance(v, dict):
-        return 1 + max((_depth(x) for x in v.values()), default=0)
-    if isinstance(v, list):
-        return 1 + max((_depth(x) for x in v), default=0)
-    return 0
-
-
-def _no_constants(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json_body(raw: bytes, content_type: str, limits: Limits) -> dict:
-    """The body as a JSON object, or the ApiError quill serve answers for it."""
-    if len(raw) > limits.max_body_bytes:
-        raise ApiError(413, "body_too_large", f"the request body is over the limit of {limits.max_body_bytes} bytes")
-    ctype = (content_type or "").strip()
-    if ctype.startswith("multipart/form-data"):
-        raise ApiError(415, "unsupported_media_type",
-                       "this deployment takes application/json only (send the style as base64 in 'style')")
-    if ctype and not ctype.startswith("application/json"):
-        raise ApiError(415, "unsupported_media_type",
-                       f"send application/json or multipart/form-data, not '{ctype[:80]}'")
-    if not raw:
-        raise ApiError(400, "invalid_json", "the request body is empty (a JSON object is expected)")
-    try:
-        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {e}"[:300]) from None
-    if _depth(body) > MAX_JSON_DEPTH:
-        raise ApiError(400, "invalid_json", f"request body is not acceptable JSON: nested deeper than {MAX_JSON_DEPTH} levels")
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_json", "the request body must be a JSON object")
-    return body
 
 
 _B64_CHARS = re.compile(r"[A-Za-z0-9+/]*")
@@ -182,9 +146,10 @@ def _decode_style_text(s: str, name: str) -> bytes:
     return data
 
 
-def parse_line_request(body: dict, limits: Limits, random_seed: int) -> LineSpec:
-    """Checks a /v1/lines or /v1/jobs body in quill serve's order; raises ApiError."""
-    for key, value in body.items():
+def parse_line_request(body: dict, limits: Limits, random_seed: int, style_file: Optional[bytes] = None) -> LineSpec:
+    """Checks a /v1/lines or /v1/jobs body (with a multipart form's style file part, if any) in
+    quill serve's order; raises ApiError."""
+    for key, value in sorted(body.items()):  # quill serve's JSON objects are sorted maps: the same first error
         kind = LINE_FIELDS.get(key)
         if kind is None:
             raise ApiError(422, "unknown_field", f"unknown field '{key[:60]}'", key[:60])
@@ -231,9 +196,12 @@ def parse_line_request(body: dict, limits: Limits, random_seed: int) -> LineSpec
         spec.json_response = v == "json"
 
     inline, style_id = get("style"), get("style_id")
-    if inline is not None and style_id is not None:
+    if (inline is not None or style_file is not None) and style_id is not None:
         raise ApiError(422, "conflicting_fields", "give either style or style_id, not both", "style_id")
-    if inline is not None:
+    if style_file is not None:
+        spec.style_bytes = style_file
+        spec.style_id = "inline"
+    elif inline is not None:
         spec.style_bytes = _decode_style_text(inline, "style")
         spec.style_id = "inline"
     elif style_id is not None:
@@ -270,33 +238,6 @@ def decode_style_image(data: bytes, max_pixels: int, name: str = "style"):
     return np.asarray(img, dtype=np.uint8)
 
 
-@dataclass
-class JobRecord:
-    """One async job as GET /v1/jobs/{id} shows it (quill serve's job_json)."""
-    id: str
-    spec: LineSpec
-    bucket_width: int
-    style_id: str
-    steps: int = 0
-    state: str = "queued"              # queued, running, done, failed, cancelled
-    batch_size: int = 0
-    width: int = 0
-    height: int = 0
-    error: Optional[dict] = None       # ApiError.to_dict() of a failed or cancelled job
-    png: Optional[bytes] = field(default=None, repr=False)
-    finished_at: float = 0.0
-
-    def final(self) -> bool:
-        return self.state in ("done", "failed", "cancelled")
-
-    def view(self) -> dict:
-        steps = self.steps
-        j = {"id": self.id, "state": self.state, "queue_position": 1 if self.state == "queued" else 0,
-             "step": steps if self.state == "done" else 0, "steps": steps, "batch_size": self.batch_size,
-             "seed": self.spec.seed, "style_id": self.style_id, "bucket_width": self.bucket_width,
-             "status_url": f"/v1/jobs/{self.id}", "events_url": f"/v1/jobs/{self.id}/events",
-             "result_url": f"/v1/jobs/{self.id}/result",
-             "error": None if self.error is None else {"code": self.error["code"], "message": self.error["message"]}}
-        if self.state == "done":
-            j.update(width=self.width, height=self.height, missing_glyphs=[])
-        return j
+def missing_glyphs_json(code_points) -> list[str]:
+    """"U+4E2D" for each character the glyph font could not draw (the line shows a box for it)."""
+    return [f"U+{cp:04X}" for cp in code_points]

@@ -6,6 +6,10 @@ multiplexed model id, after a mixed batch has been formed), so the replica decor
 handler per bucket on first use. A model loop runs the batches one `studio.generate_rows(...,
 plan_batch=max_batch)` call at a time, merging batches of one bucket that waited behind a busy
 model; the plan of `max_batch` rows of a width is built once and reused by every later batch.
+
+A job's line is streamed (`generate_stream`): its batch's start and every sampler step reach the
+job store as they happen. A batch whose every row has been given up (client gone, job cancelled)
+stops at its next step.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, AsyncIterator, Callable, Optional
 
 import ray
 from ray import serve
@@ -35,6 +39,8 @@ class _Row:
     settings: tuple         # LineSpec.settings(): rows of one generate_rows call share them
     bucket_width: int
     style_id: str
+    events: Optional[asyncio.Queue] = None  # a streamed row's step events, then its result
+    abandoned: bool = False                 # its caller went away: its batch need not finish for it
 
 
 @serve.deployment(
@@ -106,12 +112,49 @@ class LineStudioWorker:
     # ---- calls from the ingress and the job store (each returns data, errors included) ----
 
     async def generate(self, spec: LineSpec) -> dict:
-        """One line: {"png", "width", "height", "batch_size", ...} or {"api_error": ApiError.to_dict()}."""
+        """One line: {"png", "width", "height", "batch_size", "missing_glyphs", ...} or
+        {"api_error": ApiError.to_dict()}."""
         try:
             row = await asyncio.get_running_loop().run_in_executor(self._prep, self._prepare, spec)
         except Exception as e:  # noqa: BLE001 - every request gets an answer
             return {"api_error": self._error_of(e).to_dict()}
-        return await self._batch_queue(self._queue_key(row.bucket_width))(row)
+        return await self._line(row)
+
+    async def generate_stream(self, spec: LineSpec) -> AsyncIterator[dict]:
+        """generate() with progress, for `handle.options(stream=True)`: {"step", "steps",
+        "batch_size"} when the line's batch starts (step 0) and after every sampler step, then the
+        result generate() would return."""
+        try:
+            row = await asyncio.get_running_loop().run_in_executor(self._prep, self._prepare, spec)
+        except Exception as e:  # noqa: BLE001
+            yield {"api_error": self._error_of(e).to_dict()}
+            return
+        row.events = asyncio.Queue()  # at most steps + 2 items
+
+        async def finish():
+            try:
+                result = await self._line(row)
+            except Exception as e:  # noqa: BLE001
+                result = {"api_error": self._error_of(e).to_dict()}
+            row.events.put_nowait(result)
+
+        task = asyncio.create_task(finish())
+        try:
+            while True:
+                item = await row.events.get()
+                yield item
+                if "step" not in item:
+                    return
+        finally:  # also when the caller cancels the stream
+            row.abandoned = True
+            task.cancel()
+
+    async def _line(self, row: _Row) -> dict:
+        try:
+            return await self._batch_queue(self._queue_key(row.bucket_width))(row)
+        except asyncio.CancelledError:
+            row.abandoned = True
+            raise
 
     async def check(self, spec: LineSpec) -> dict:
         """Everything generate checks before queueing: {"bucket_width", "style_id", "steps"} or {"api_error"}."""
@@ -217,29 +260,59 @@ class LineStudioWorker:
                 fits = len(take) < self._max_batch and (self._queue_key(entry[0].bucket_width), entry[0].settings) == key
                 (take if fits else keep).append(entry)
             self._pending = keep
-            take = [(row, fut) for row, fut in take if not fut.cancelled()]
+            for row, fut in take:
+                if row.abandoned and not fut.done():  # answered without running: nobody waits for it
+                    fut.set_result({"api_error": ApiError(409, "cancelled", "the caller went away").to_dict()})
+            take = [(row, fut) for row, fut in take if not fut.done()]
             if not take:
                 continue
+            rows = [row for row, _ in take]
+            on_step = self._step_callback(rows, loop)
+            on_step(0, first.settings[0] or int(self._studio.defaults["steps"]))  # the batch starts
             try:
-                images = await loop.run_in_executor(self._gen, self._generate, [r for r, _ in take], first.settings)
+                images = await loop.run_in_executor(self._gen, self._generate, rows, first.settings, on_step)
                 results = [{"png": png, "width": width, "height": height, "batch_size": len(take),
                             "bucket_width": row.bucket_width, "seed": row.seed, "style_id": row.style_id,
-                            "replica": self._replica} for (row, _), (png, height, width) in zip(take, images)]
+                            "missing_glyphs": missing, "replica": self._replica}
+                           for row, (png, height, width, missing) in zip(rows, images)]
             except Exception as e:  # noqa: BLE001 - every row gets an answer
                 results = [{"api_error": self._error_of(e).to_dict()}] * len(take)
             for (_, fut), result in zip(take, results):
                 if not fut.done():
                     fut.set_result(result)
 
-    def _generate(self, rows: list[_Row], settings: tuple) -> list[tuple[bytes, int, int]]:
+    @staticmethod
+    def _step_callback(rows: list[_Row], loop: asyncio.AbstractEventLoop) -> Callable[[int, int], bool]:
+        """generate_rows' progress(step, steps). It runs on the model thread between steps, so it
+        only hands the step to the event loop (never waiting for it), and stops the batch (returns
+        False) once none of its rows is wanted, as quill serve's scheduler does."""
+        streamed = [r.events for r in rows if r.events is not None]
+
+        def publish(step: int, steps: int) -> None:
+            for events in streamed:
+                events.put_nowait({"step": step, "steps": steps, "batch_size": len(rows)})
+
+        def on_step(step: int, steps: int) -> bool:
+            if streamed:
+                try:
+                    loop.call_soon_threadsafe(publish, step, steps)
+                except RuntimeError:  # the loop has closed: the replica is stopping
+                    pass
+            return not all(r.abandoned for r in rows)
+
+        return on_step
+
+    def _generate(self, rows: list[_Row], settings: tuple,
+                  on_step: Callable[[int, int], bool]) -> list[tuple[bytes, int, int, list[int]]]:
         steps, cfg, shift, start_sigma, clamp_overflow = settings
         self._busy_since = time.monotonic()
         try:
-            images = self._studio.generate_rows(
+            lines = self._studio.generate_rows(
                 [(r.text, r.embedding, r.seed) for r in rows], steps=steps, cfg=cfg, shift=shift,
                 start_sigma=start_sigma, clamp_overflow=clamp_overflow, plan_batch=self._max_batch,
-                ragged=self._ragged_band_px > 0)
-            return [(self._quill.encode_png(img), int(img.shape[0]), int(img.shape[1])) for img in images]
+                ragged=self._ragged_band_px > 0, progress=on_step, with_missing=True)
+            return [(self._quill.encode_png(img), int(img.shape[0]), int(img.shape[1]), missing)
+                    for img, missing in lines]
         finally:
             self._busy_since = None
 

@@ -2,14 +2,17 @@
 `quill serve` (docs/API.md) over LineStudioWorker replicas spread across a Ray cluster.
 
     QuillIngress (FastAPI, stateless, N replicas) --> LineStudioWorker (quill.LineStudio, autoscaled)
-          |                                                 ^
+          |                                                 ^ (streamed: step events, then the line)
           +--> JobStore (1 replica: job records, runs jobs) -+
+
+This file: the ingress (routes, auth, errors, SSE) and `app_builder`. The others: the body and
+field checks (quill_ray_body.py, quill_ray_request.py), the worker (quill_ray_worker.py), the job
+store (quill_ray_jobs.py) and the calls between them (quill_ray_failover.py).
 
 Run: `serve run deploy/ray/config.yaml` (see deploy/ray/README.md), or from Python
 `serve.run(app_builder({...}))`. Import path for Serve: `quill_serve_app:app_builder`.
 """
 
-import asyncio
 import base64
 import hmac
 import json
@@ -17,141 +20,23 @@ import logging
 import os
 import re
 import secrets
-import time
-import uuid
 from typing import Any, Optional
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ray import serve
-from ray.exceptions import RayActorError, RayTaskError
-from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 from ray.serve.handle import DeploymentHandle
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from quill_ray_request import ApiError, JobRecord, Limits, LineSpec, parse_json_body, parse_line_request
+from quill_ray_body import parse_body, read_body
+from quill_ray_failover import call_with_failover
+from quill_ray_jobs import FINAL_STATES, JobStore
+from quill_ray_request import ApiError, Limits, LineSpec, missing_glyphs_json, parse_line_request
 from quill_ray_worker import LineStudioWorker
 
 logger = logging.getLogger("ray.serve")
 JOB_ID = re.compile(r"[0-9a-z]{1,64}")
-
-
-async def call_with_failover(handle: DeploymentHandle, method: str, *args: Any, timeout_s: float,
-                             what: str = "worker") -> tuple[Any, int]:
-    """One call to a deployment -> (result, attempts). A replica that dies under the call (its
-    process killed, its node lost) fails it with RayActorError; the router then drops that replica,
-    and the call runs once more on another one (a line is deterministic from its seed). Every
-    other outcome is an ApiError: nothing waits forever and nothing is dropped silently."""
-    deadline = time.monotonic() + timeout_s
-    lost: Optional[BaseException] = None
-    for attempt in (1, 2):
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        response = getattr(handle, method).remote(*args)
-
-        async def result():
-            return await response
-
-        try:
-            return await asyncio.wait_for(result(), remaining), attempt
-        except asyncio.CancelledError:  # our caller went away (client disconnect, job cancelled)
-            response.cancel()
-            raise
-        except asyncio.TimeoutError:
-            response.cancel()
-            raise ApiError(504, "deadline_exceeded", f"the line was not done by its deadline ({timeout_s:g} s)") from None
-        except BackPressureError as e:
-            raise ApiError(429, "queue_full", f"the {what} queue is full ({e}); retry after the time given",
-                           headers={"Retry-After": "1"}) from None
-        except DeploymentUnavailableError as e:
-            raise ApiError(503, "unavailable", e.message, headers={"Retry-After": "5"}) from None
-        except RayActorError as e:  # ActorDiedError, ActorUnavailableError
-            lost = e
-            logger.warning("%s.%s: replica lost on attempt %d: %s", what, method, attempt, str(e).splitlines()[0])
-        except RayTaskError as e:  # the deployment's code raised (a bug: errors are returned as values)
-            cause = getattr(e, "cause", None) or e
-            raise ApiError(500, "internal", f"the {what} failed: {type(cause).__name__}: {cause}"[:500]) from None
-    if lost is None:
-        raise ApiError(504, "deadline_exceeded", f"the line was not done by its deadline ({timeout_s:g} s)")
-    raise ApiError(503, "replica_failed",
-                   f"the {what} replica running this request failed, and so did the retry: "
-                   f"{type(lost).__name__}: {str(lost).splitlines()[0]}"[:500],
-                   headers={"Retry-After": "5"})
-
-
-@serve.deployment(name="JobStore", num_replicas=1, max_ongoing_requests=1000, ray_actor_options={"num_cpus": 0})
-class JobStore:
-    """Job records and the tasks that run them. One replica owns every job, so any ingress replica
-    can answer GET / DELETE for any job, and a job survives the loss of the ingress replica that
-    accepted it and of the worker that ran it (it is retried once). If this replica itself dies,
-    Serve restarts it empty: its jobs answer 404, as quill serve's do after a restart."""
-
-    def __init__(self, worker: DeploymentHandle, keep_s: float = 600.0, max_kept: int = 1000,
-                 max_pending: int = 256):
-        self._worker = worker
-        self._keep_s, self._max_kept, self._max_pending = float(keep_s), int(max_kept), int(max_pending)
-        self._jobs: dict[str, JobRecord] = {}
-        self._tasks: dict[str, asyncio.Task] = {}
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        ended = sorted((j.finished_at, j.id) for j in self._jobs.values() if j.final())
-        over = max(0, len(ended) - self._max_kept)
-        for i, (finished, job_id) in enumerate(ended):
-            if i < over or now - finished > self._keep_s:
-                del self._jobs[job_id]
-
-    async def submit(self, spec: LineSpec, checked: dict) -> dict:
-        self._expire()
-        if len(self._tasks) >= self._max_pending:
-            return {"api_error": ApiError(429, "queue_full", f"the job queue is full ({self._max_pending} jobs); retry "
-                                      "after the time given", headers={"Retry-After": "1"}).to_dict()}
-        job = JobRecord(uuid.uuid4().hex, spec, checked["bucket_width"], checked["style_id"], checked["steps"])
-        self._jobs[job.id] = job
-        self._tasks[job.id] = asyncio.create_task(self._run(job))
-        return job.view()
-
-    async def _run(self, job: JobRecord) -> None:
-        job.state = "running"
-        try:
-            out, _ = await call_with_failover(self._worker, "generate", job.spec, timeout_s=job.spec.timeout_s)
-            if "api_error" in out:
-                raise ApiError.from_dict(out["api_error"])
-            job.png, job.width, job.height, job.batch_size = out["png"], out["width"], out["height"], out["batch_size"]
-            job.state = "done"
-        except ApiError as e:
-            job.state, job.error = "failed", e.to_dict()
-        except asyncio.CancelledError:
-            job.state = "cancelled"
-            job.error = job.error or ApiError(409, "cancelled", "cancelled by the client").to_dict()
-        except Exception as e:  # noqa: BLE001 - a job always ends in a final state
-            logger.exception("job %s failed", job.id)
-            job.state, job.error = "failed", ApiError(500, "internal", f"{type(e).__name__}: {e}"[:500]).to_dict()
-        finally:
-            job.finished_at = time.monotonic()
-            self._tasks.pop(job.id, None)
-
-    def get(self, job_id: str) -> Optional[dict]:
-        job = self._jobs.get(job_id)
-        return None if job is None else job.view()
-
-    def result(self, job_id: str) -> Optional[tuple[dict, Optional[bytes], Optional[dict]]]:
-        job = self._jobs.get(job_id)
-        return None if job is None else (job.view(), job.png, job.error)
-
-    async def cancel(self, job_id: str) -> Optional[dict]:
-        job = self._jobs.get(job_id)
-        if job is None:
-            return None
-        if job.final():
-            return {"api_error": ApiError(409, "already_ended", f"the job has already ended ({job.state})", "id").to_dict()}
-        job.error = ApiError(409, "cancelled", "cancelled by the client").to_dict()
-        task = self._tasks.get(job_id)
-        if task is not None:
-            task.cancel()  # cancels the worker call; a row already in a running batch is discarded
-            await asyncio.gather(task, return_exceptions=True)
-        return job.view()
+SSE_KEEP_ALIVE_S = 10.0
 
 
 app = FastAPI(title="Quill line studio (Ray Serve)", openapi_url=None, docs_url=None, redoc_url=None)
@@ -179,6 +64,10 @@ async def _internal_error(request: Request, e: Exception) -> JSONResponse:
     return error_response(ApiError(500, "internal", f"the server failed on this request: {type(e).__name__}: {e}"[:500]))
 
 
+def _sse(version: int, kind: str, data: dict) -> str:
+    return f"id: {version}\nevent: {kind}\ndata: {json.dumps(data, separators=(',', ':'), sort_keys=True)}\n\n"
+
+
 def _png(data: bytes, headers: Optional[dict] = None) -> Response:
     return Response(content=data, media_type="image/png", headers=headers)
 
@@ -204,19 +93,17 @@ class QuillIngress:
                            headers={"WWW-Authenticate": "Bearer"})
 
     async def _parse(self, request: Request) -> LineSpec:
+        """A JSON or multipart/form-data body -> a checked LineSpec (ApiError otherwise)."""
         self._authorize(request)
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > self._limits.max_body_bytes:
-            raise ApiError(413, "body_too_large",
-                           f"the request body is over the limit of {self._limits.max_body_bytes} bytes")
-        body = parse_json_body(await request.body(), request.headers.get("content-type", ""), self._limits)
-        return parse_line_request(body, self._limits, secrets.randbits(53))
+        raw = await read_body(request, self._limits)
+        body, style_file = parse_body(raw, request.headers.get("content-type", ""), self._limits)
+        return parse_line_request(body, self._limits, secrets.randbits(53), style_file)
 
-    async def _job_call(self, method: str, job_id: str, request: Request) -> Any:
+    async def _job_call(self, method: str, job_id: str, request: Request, *args: Any) -> Any:
         self._authorize(request)
         if not JOB_ID.fullmatch(job_id):
             raise ApiError(404, "not_found", f"no route {request.method} {request.url.path[:200]}")
-        out, _ = await call_with_failover(self._jobs, method, job_id, timeout_s=30, what="job store")
+        out, _ = await call_with_failover(self._jobs, method, job_id, *args, timeout_s=30, what="job store")
         if out is None:
             raise ApiError(404, "unknown_job", "no job with this id (finished jobs expire)", "id")
         return out
@@ -242,11 +129,14 @@ class QuillIngress:
             raise ApiError.from_dict(out["api_error"])
         headers = {"X-Quill-Seed": str(spec.seed), "X-Quill-Batch-Size": str(out["batch_size"]),
                    "X-Quill-Replica": out["replica"], "X-Quill-Attempts": str(attempts)}
+        missing = missing_glyphs_json(out["missing_glyphs"])
+        if missing:  # the line shows a box for each of these characters
+            headers["X-Quill-Missing-Glyphs"] = json.dumps(missing, separators=(",", ":"))
         if not spec.json_response:
             return _png(out["png"], headers)
         return JSONResponse({"width": out["width"], "height": out["height"], "seed": spec.seed,
                              "style_id": out["style_id"], "bucket_width": out["bucket_width"],
-                             "batch_size": out["batch_size"], "missing_glyphs": [],
+                             "batch_size": out["batch_size"], "missing_glyphs": missing,
                              "png_base64": base64.b64encode(out["png"]).decode()}, headers=headers)
 
     @app.post("/v1/jobs")
@@ -282,32 +172,25 @@ class QuillIngress:
 
     @app.get("/v1/jobs/{job_id}/events")
     async def job_events(self, job_id: str, request: Request) -> StreamingResponse:
-        view = await self._job_call("get", job_id, request)
+        """Server-sent events: the job's state now, then every change (queued -> step 0..N ->
+        done / failed / cancelled), a keep-alive comment after 10 s without one."""
+        first = await self._job_call("events", job_id, request, -1, 0.0)
 
         async def stream():
-            seen, version, last_write = None, 0, time.monotonic()
-            current = view
-            while True:
-                if current is None:
-                    return
-                if current["state"] != seen:  # queued -> step (running) -> done / failed / cancelled
-                    seen, version = current["state"], version + 1
-                    kind = "step" if seen == "running" else seen
-                    data = {k: current[k] for k in ("id", "state", "queue_position", "step", "steps",
-                                                    "batch_size", "error", "width", "height",
-                                                    "result_url") if k in current}
-                    yield f"id: {version}\nevent: {kind}\ndata: {json.dumps(data)}\n\n"
-                    last_write = time.monotonic()
-                    if seen in ("done", "failed", "cancelled"):
-                        return
-                elif time.monotonic() - last_write > 10:
+            events, after = first, -1
+            while events is not None:  # None: the job expired, or the job store restarted
+                if not events:
                     yield ": keep-alive\n\n"
-                    last_write = time.monotonic()
-                await asyncio.sleep(0.25)
+                for version, kind, data in events:
+                    yield _sse(version, kind, data)
+                    if kind in FINAL_STATES:
+                        return
+                    after = version
                 try:
-                    current, _ = await call_with_failover(self._jobs, "get", job_id, timeout_s=30, what="job store")
+                    events, _ = await call_with_failover(self._jobs, "events", job_id, after, SSE_KEEP_ALIVE_S,
+                                                         timeout_s=SSE_KEEP_ALIVE_S + 30, what="job store")
                 except ApiError:
-                    current = None
+                    return
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

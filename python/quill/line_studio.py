@@ -162,12 +162,18 @@ class LineStudio:
                       steps: int | None = None, cfg: float | None = None, shift: float | None = None,
                       start_sigma: float | None = None, clamp_overflow: bool = False, plan_batch: int = 0,
                       ragged: bool = False, pad_to_width: int = 0, progress: Callable[[int, int], Any] | None = None,
-                      cancel: _quill.CancelToken | None = None) -> list[np.ndarray]:
+                      cancel: _quill.CancelToken | None = None,
+                      with_missing: bool = False) -> list[np.ndarray] | list[tuple[np.ndarray, list[int]]]:
         """Rows (text, style embedding or None, seed) sampled together; each row's pixels are those
         of generate(text, that style, seed=seed). ragged=True runs rows of several widths in one
-        batch (padding masked out of attention)."""
+        batch (padding masked out of attention).
+
+        with_missing=True returns (pixels, code points the glyph font cannot draw) per row instead
+        of warning about them (MissingGlyphsWarning)."""
         lines = self._engine.generate_rows([(t, s, int(seed)) for t, s, seed in rows], steps, cfg, shift, start_sigma,
                                            clamp_overflow, plan_batch, ragged, pad_to_width, progress, cancel)
+        if with_missing:
+            return [(gray, list(missing)) for gray, missing in lines]
         for (text, _, _), (_, missing) in zip(rows, lines):
             _warn_missing(text, missing)
         return [gray for gray, _ in lines]

@@ -232,6 +232,17 @@ def test_missing_glyphs_warn(studio):
     assert any(issubclass(x.category, quill.MissingGlyphsWarning) and "U+4E2D" in str(x.message) for x in w)
 
 
+def test_generate_rows_with_missing_returns_the_code_points(studio):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", quill.MissingGlyphsWarning)  # returned, not warned about
+        rows = studio.generate_rows([("Hej \u4e2d", None, 1), ("Hej \U0001F600", None, 2)], steps=2,
+                                    with_missing=True)
+    (gray, missing), (_, none_missing) = rows
+    assert missing == [0x4E2D] and none_missing == []  # DejaVu Sans has emoji, no CJK
+    with pytest.warns(quill.MissingGlyphsWarning, match="U\\+4E2D"):  # the default still warns
+        assert np.array_equal(gray, studio.generate_rows([("Hej \u4e2d", None, 1)], steps=2)[0])
+
+
 def test_type_stubs_ship_with_the_package():
     pkg = Path(quill.__file__).parent
     stub = (pkg / "_quill.pyi").read_text()

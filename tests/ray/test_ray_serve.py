@@ -50,6 +50,7 @@ OBJECT_STORE_BYTES = 100 << 20
 # The errors a replica failure may cause; any other error fails the test.
 EXPECTED_ERRORS = {"503:replica_failed", "504:deadline_exceeded", "429:queue_full"}
 TEXTS = ["Kongl. Maj:ts nådiga förordning", "Stockholm", "den 1 januari 1800", "Hej"]
+BOUNDARY = "quill-test-b0undary"
 
 
 def log(msg: str) -> None:
@@ -63,11 +64,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def http(method: str, url: str, body: dict | None = None, timeout: float = REQUEST_TIMEOUT_S):
-    """-> (status, headers, bytes); HTTP errors are answers too, only transport failures raise."""
+def http(method: str, url: str, body: dict | None = None, timeout: float = REQUEST_TIMEOUT_S,
+         form: list | None = None):
+    """-> (status, headers, bytes); HTTP errors are answers too, only transport failures raise.
+    form: multipart/form-data parts (name, bytes) and file parts (name, bytes, filename) instead."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"} if data else {})
+    headers = {"Content-Type": "application/json"} if data else {}
+    if form is not None:
+        data = b"".join(f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="{p[0]}"'.encode()
+                        + (f'; filename="{p[2]}"'.encode() if len(p) > 2 else b"") + b"\r\n\r\n" + p[1] + b"\r\n"
+                        for p in form) + f"--{BOUNDARY}--\r\n".encode()
+        headers = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
@@ -252,6 +260,87 @@ def check_api(base: str, ready: dict) -> None:
     assert "event: done" in events, f"events: {events[:500]!r}"
 
 
+def follow_events(url: str, on_event=None) -> list[tuple[str, dict]]:
+    """A job's SSE stream -> [(event, data)] until it ends; on_event(event, data) sees each as it comes."""
+    events, kind = [], None
+    with urllib.request.urlopen(url, timeout=60) as r:
+        for raw in r:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event: "):
+                kind = line[7:]
+            elif line.startswith("data: "):
+                events.append((kind, json.loads(line[6:])))
+                if on_event:
+                    on_event(kind, events[-1][1])
+    return events
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A PNG that claims that size but has no pixels: the pixel-count check reads its header only."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    return b"\x89PNG\r\n\x1a\n" + header + chunk(b"IEND", b"")
+
+
+def check_forms_steps_glyphs(base: str, ready: dict) -> None:
+    """multipart/form-data bodies (the same line as JSON; quill serve's refusals), a job's SSE
+    steps 0..N then done, DELETE of a running job, and missing_glyphs."""
+    line_height = int(ready["line_height"])
+    style_path = Path(ready["model"]) / "style_reference.png"
+    style = style_path.read_bytes() if style_path.is_file() else None
+    fields = [("text", b"Stockholm"), ("seed", b"11"), ("steps", str(STEPS).encode())]
+    as_json = {"text": "Stockholm", "seed": 11, "steps": STEPS}
+    if style:
+        fields.append(("style", style, "style.png"))
+        as_json["style"] = base64.b64encode(style).decode()
+    status, _, from_form = http("POST", f"{base}/v1/lines", form=fields, timeout=60)
+    _, _, from_json = http("POST", f"{base}/v1/lines", as_json, timeout=60)
+    assert status == 200 and from_form == from_json, f"multipart line: {status} {from_form[:200]!r}"
+    for parts, want in [([("text", b"x", "text.txt")], (422, "unknown_field", "text")),
+                        ([("text", b"x"), ("clamp_overflow", b"yes")], (422, "invalid_type", "clamp_overflow")),
+                        ([("text", b"x"), ("style", png_header(5000, 4000), "big.png")],
+                         (413, "image_too_large", "style"))]:
+        status, _, data = http("POST", f"{base}/v1/lines", form=parts, timeout=30)
+        err = json.loads(data).get("error", {})
+        assert (status, err.get("code"), err.get("field")) == want, f"multipart {parts[-1][0]}: {status} {data[:300]!r}"
+
+    status, _, data = http("POST", f"{base}/v1/jobs", form=fields, timeout=60)
+    assert status == 202, f"multipart job: {status} {data[:300]!r}"
+    job = json.loads(data)
+    events = follow_events(base + job["events_url"])
+    steps = [d["step"] for kind, d in events if kind == "step"]
+    assert [kind for kind, _ in events if kind != "step"] in (["queued", "done"], ["done"]), events
+    assert steps == list(range(steps[0], STEPS + 1)) and steps[0] <= 1 and events[-1][0] == "done", \
+        f"steps {steps}, events {[k for k, _ in events]}"
+    assert events[-1][1]["result_url"] == job["result_url"]
+    assert all(d["steps"] == STEPS for kind, d in events if kind == "step")
+    view = json.loads(http("GET", base + job["status_url"])[2])
+    assert (view["state"], view["step"], view["steps"], view["style_id"]) == \
+        ("done", STEPS, STEPS, "inline" if style else "default"), view
+    assert http("GET", base + job["result_url"])[2] == from_form  # same line, seed and style
+
+    status, _, data = http("POST", f"{base}/v1/jobs", {"text": TEXTS[0] * 2, "seed": 1, "steps": 100}, timeout=60)
+    job = json.loads(data)
+    cancelled = []
+
+    def cancel_once_running(kind: str, data: dict) -> None:
+        if kind == "step" and data["step"] >= 1 and not cancelled:
+            cancelled.append(http("DELETE", base + job["status_url"], timeout=30))
+    events = follow_events(base + job["events_url"], cancel_once_running)
+    assert cancelled and cancelled[0][0] == 200 and json.loads(cancelled[0][2])["state"] == "cancelled", cancelled
+    assert events[-1][0] == "cancelled" and events[-1][1]["error"]["code"] == "cancelled", events[-3:]
+
+    status, headers, data = http("POST", f"{base}/v1/lines", {"text": "Hej \u4e2d \U0001F600", "seed": 1, "steps": 2,
+                                                              "response_format": "json"}, timeout=60)
+    line = json.loads(data)
+    assert status == 200 and line["missing_glyphs"] == ["U+4E2D"] and line["height"] == line_height, line
+    assert headers.get("x-quill-missing-glyphs") == '["U+4E2D"]', headers
+
+
 def print_serve_errors(temp_dir: str, max_tracebacks: int = 6) -> None:
     """On failure: the end of each traceback in the Serve logs (they vanish with the temp dir)."""
     shown = 0
@@ -340,6 +429,7 @@ def run() -> int:
         log(f"app ready in {deploy_s:.1f} s: model {ready['model']}, device {ready['device']}, "
             f"line height {line_height}")
         check_api(base, ready)
+        check_forms_steps_glyphs(base, ready)
         replicas_before = worker_replica_actors(ray)
         assert len(replicas_before) == 2, f"expected 2 worker replicas, found {replicas_before}"
 
