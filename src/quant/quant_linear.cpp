@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string_view>
 
 #include "backend/cpu/kernel_table.h"
+#include "core/log.h"
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
 
@@ -262,9 +264,16 @@ bool quant_linear_supports(DType d) {
   return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
 }
 
-QuantMode quant_mode_from_env() {
+QuantMode quant_mode_for(DType dtype) {
+  // Read per call (a getenv next to a GEMM), so a test or tool may switch it between forwards.
   const char* v = std::getenv("QUILL_TERNARY_MODE");
-  return v && std::string_view(v) == "a8" ? QuantMode::kA8 : QuantMode::kExact;
+  if (v && std::string_view(v) == "a8") return QuantMode::kA8;
+  if (v && std::string_view(v) == "exact") return QuantMode::kExact;
+  if (v && *v) {
+    static std::once_flag warned;
+    std::call_once(warned, [v] { log_warn("QUILL_TERNARY_MODE='", v, "' is neither 'a8' nor 'exact'; using the defaults"); });
+  }
+  return dtype == DType::kTQ2_0_G128 ? QuantMode::kA8 : QuantMode::kExact;
 }
 
 namespace {

@@ -2,7 +2,9 @@
 //   y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]),  x f32 [M, K], W [N, K], y f32 [M, N].
 //
 // Weight types and modes:
-//   tq2_0_g128  kExact: f32 activations x exactly decoded weights (f32 FMA).
+//   tq2_0_g128  kExact: f32 activations x exactly decoded weights (f32 FMA; on AVX-512 VNNI the
+//                       activations as 22-bit integers per 128-group in three int8 digits, exact
+//                       integer sums; on AMX a bf16x3 split).
 //               kA8:    activations quantized per row to int8 (absmax / 127), int8 x ternary dot
 //                       products per 128-group in int32 (VNNI), times the group scale, in f32.
 //   q8_0        kExact: f32 x decoded weights.  kA8: as tq2 with 32-groups (int8 x int8 VNNI).
@@ -37,7 +39,10 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
                     void* scratch, QuantMode mode, ThreadPool& pool);
 
-// QUILL_TERNARY_MODE=a8 selects kA8 for the model's quantized linears; default kExact.
-QuantMode quant_mode_from_env();
+// The mode a model's linear with weights of `dtype` runs in: QUILL_TERNARY_MODE=a8 or =exact
+// chooses for every quantized type; unset, tq2_0_g128 runs A8 (ternary models are trained with
+// int8 activations, BitNet-style; docs/FORMATS.md has the measurements behind this default) and
+// every other type exact.
+QuantMode quant_mode_for(DType dtype);
 
 }  // namespace quill::quant

@@ -12,32 +12,14 @@
 
 #include "io/io_test_util.h"
 #include "support/cli_run.h"
+#include "support/scoped_env.h"
 
 namespace quill {
 namespace {
 
 using testing::TempDir;
 
-// Sets an environment variable for the `quill` runs of one test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 test::CliRun forward(const std::string& device, const TempDir& dir) {
   const std::string model = std::string(QUILL_FIXTURES_DIR) + "/sd3/tiny";

@@ -18,6 +18,7 @@
 #include "quant/quantize_model.h"
 #include "runtime/engine.h"
 #include "support/test_util.h"
+#include "support/scoped_env.h"
 
 namespace quill {
 namespace {
@@ -110,7 +111,7 @@ TEST(Flux2Quantized, BflCheckpointQuantizesItsBlocksAndRuns) {
 // Bonsai Image's GemLite int2 layout (synthetic, of flux2/q128's weights) converted by
 // tools/convert_bonsai.py: the GGUF runs and matches diffusers on the dense decoded weights.
 TEST(Flux2Quantized, ConvertedBonsaiLayoutMatchesDiffusersOnTheDecodedWeights) {
-  ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
+  const test::ScopedEnv exact_mode("QUILL_TERNARY_MODE", "exact");
   const Inputs in = load_inputs();
   auto out = run_model(test::fixture("flux2/bonsai/klein-tiny-bonsai.gguf"), in);
   ASSERT_TRUE(out.is_ok()) << out.status().to_string();
@@ -129,7 +130,7 @@ TEST(Flux2Quantized, ConvertedBonsaiLayoutMatchesDiffusersOnTheDecodedWeights) {
 }
 
 TEST(Flux2Quantized, ExactTernaryEqualsDequantizedF32AndA8IsClose) {
-  ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
+  const test::ScopedEnv exact_mode("QUILL_TERNARY_MODE", "exact");
   testing::TempDir dir;
   const Inputs in = load_inputs();
   const std::string gguf = quantize(dir, DType::kTQ2_0_G128);
@@ -153,9 +154,10 @@ TEST(Flux2Quantized, ExactTernaryEqualsDequantizedF32AndA8IsClose) {
   EXPECT_LE(rel, 1e-5);
   EXPECT_GT(test::rel_l2(*exact, in.expected), 1e-2);  // ternary really changed the model
 
-  setenv("QUILL_TERNARY_MODE", "a8", 1);
-  auto a8 = run_model(gguf, in);
-  unsetenv("QUILL_TERNARY_MODE");
+  auto a8 = [&] {
+    const test::ScopedEnv mode("QUILL_TERNARY_MODE", "a8");
+    return run_model(gguf, in);
+  }();
   ASSERT_TRUE(a8.is_ok()) << a8.status().to_string();
   const double a8_cos = test::cosine(*a8, *exact);
   std::printf("[ quantized ] flux2/q128 tq2_0_g128 A8 vs exact: cosine %.6f rel %.3e\n", a8_cos,

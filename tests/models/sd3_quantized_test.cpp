@@ -16,6 +16,7 @@
 #include "quant/quantize_model.h"
 #include "runtime/sd3_engine.h"
 #include "support/test_util.h"
+#include "support/scoped_env.h"
 
 namespace quill {
 namespace {
@@ -76,7 +77,7 @@ std::string dequantized_copy(const testing::TempDir& dir, const std::string& ggu
 }
 
 TEST(SD3Quantized, ExactTernaryEqualsDequantizedF32) {
-  ASSERT_EQ(std::getenv("QUILL_TERNARY_MODE"), nullptr) << "run with the default (exact) ternary mode";
+  const test::ScopedEnv exact_mode("QUILL_TERNARY_MODE", "exact");
   testing::TempDir dir;
   const Inputs in = load_inputs();
   const std::string gguf = quantize(dir, DType::kTQ2_0_G128);

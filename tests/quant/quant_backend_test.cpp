@@ -4,12 +4,15 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "../backend/op_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "quant/formats.h"
+#include "quant/quant_linear.h"
 #include "runtime/dispatcher.h"
+#include "support/scoped_env.h"
 
 namespace quill {
 namespace {
@@ -56,9 +59,29 @@ void check(DType dt, const char* mode_env, double bound) {
   unsetenv("QUILL_TERNARY_MODE");
 }
 
-TEST(QuantBackend, TernaryExactMatchesDequantizedLinear) { check(DType::kTQ2_0_G128, nullptr, 1e-5); }
+TEST(QuantBackend, TernaryExactMatchesDequantizedLinear) { check(DType::kTQ2_0_G128, "exact", 1e-5); }
+TEST(QuantBackend, TernaryDefaultIsA8) { check(DType::kTQ2_0_G128, nullptr, 2e-2); }
 TEST(QuantBackend, TernaryA8WithinBound) { check(DType::kTQ2_0_G128, "a8", 2e-2); }
 TEST(QuantBackend, Q8ExactMatchesDequantizedLinear) { check(DType::kQ8_0, nullptr, 1e-5); }
+
+// Ternary defaults to int8 activations (what ternary models are trained with), every other type
+// to exact; QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
+TEST(QuantBackend, ModeDefaultsAndOverride) {
+  for (const char* env : {static_cast<const char*>(nullptr), "fast"}) {
+    std::optional<test::ScopedEnv> set;
+    if (env) set.emplace("QUILL_TERNARY_MODE", env);
+    if (!env) unsetenv("QUILL_TERNARY_MODE");
+    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kA8);
+    EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kExact);
+    EXPECT_EQ(quant::quant_mode_for(DType::kF16), quant::QuantMode::kExact);
+  }
+  {
+    const test::ScopedEnv set("QUILL_TERNARY_MODE", "exact");
+    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kExact);
+  }
+  const test::ScopedEnv set("QUILL_TERNARY_MODE", "a8");
+  EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kA8);
+}
 
 TEST(QuantBackend, ScratchTooSmallIsAnError) {
   ThreadPool pool(1);

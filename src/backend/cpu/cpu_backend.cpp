@@ -51,7 +51,7 @@ Status CpuBackend::linear(const float* x, int64_t M, const Tensor& W, const floa
   if (uses_quant_linear(W)) {
     if (quant_scratch_floats(W, pool_) > s.linear_floats)
       return internal_error("linear scratch too small for ", tr.name, ": plan sized ", s.linear_floats, " floats");
-    return quant::quant_linear(x, M, W, W.row_scale(), bias, y, s.linear, quant::quant_mode_from_env(), pool_);
+    return quant::quant_linear(x, M, W, W.row_scale(), bias, y, s.linear, quant::quant_mode_for(W.dtype()), pool_);
   }
   if (tr.is_quantized || !(W.dtype() == DType::kF32 || W.dtype() == DType::kF16 || W.dtype() == DType::kBF16))
     return unsupported("CPU linear for weight dtype ", tr.name, " is not available in this build");
