@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "quant/formats.h"
 #include "quant/quant_linear.h"
+#include "backend/cpu/kernel_table.h"
 #include "runtime/dispatcher.h"
 #include "support/scoped_env.h"
 
@@ -64,14 +65,16 @@ TEST(QuantBackend, TernaryDefaultIsA8) { check(DType::kTQ2_0_G128, nullptr, 2e-2
 TEST(QuantBackend, TernaryA8WithinBound) { check(DType::kTQ2_0_G128, "a8", 2e-2); }
 TEST(QuantBackend, Q8ExactMatchesDequantizedLinear) { check(DType::kQ8_0, nullptr, 1e-5); }
 
-// Ternary defaults to int8 activations (what ternary models are trained with), every other type
-// to exact; QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
+// Ternary defaults to int8 activations (what ternary models are trained with) where an int8
+// kernel exists, every other type to exact; QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
 TEST(QuantBackend, ModeDefaultsAndOverride) {
   for (const char* env : {static_cast<const char*>(nullptr), "fast"}) {
     std::optional<test::ScopedEnv> set;
     if (env) set.emplace("QUILL_TERNARY_MODE", env);
     if (!env) unsetenv("QUILL_TERNARY_MODE");
-    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kA8);
+    const bool a8_kernel =
+        cpu::kernel_table().quant.plan[size_t(DType::kTQ2_0_G128)][size_t(quant::QuantMode::kA8)].kernels;
+    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), a8_kernel ? quant::QuantMode::kA8 : quant::QuantMode::kExact);
     EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kExact);
     EXPECT_EQ(quant::quant_mode_for(DType::kF16), quant::QuantMode::kExact);
   }
