@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 
@@ -8,6 +9,33 @@ namespace quill {
 
 namespace {
 thread_local bool t_inside_pool_task = false;
+
+// How long a thread spins for the next job / the last worker before sleeping: long enough to
+// bridge the gap between two ops of a forward (microseconds), short enough that an idle pool
+// stops burning its cores at once.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until pred() or kSpin has passed; true if pred() held.
+template <typename Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63) {
+      if (std::chrono::steady_clock::now() > deadline) return pred();
+      std::this_thread::yield();  // give the core away if another thread wants it (oversubscription)
+    }
+  }
+}
 std::unique_ptr<ThreadPool>& global_slot() {
   static std::unique_ptr<ThreadPool> pool;
   return pool;
@@ -31,7 +59,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads))
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   cv_work_.notify_all();
   for (auto& t : workers_) t.join();
@@ -40,20 +68,24 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
+    auto has_work = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
     FunctionRef<void(int)>* job;
-    {
+    if (!spin_until(has_work)) {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_work_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      cv_work_.wait(lock, has_work);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // job_ and generation_ are published together under mu_
+      if (stop_.load()) return;
+      seen = generation_.load();
       job = job_;
     }
     t_inside_pool_task = true;
     (*job)(index);
     t_inside_pool_task = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // the caller checks pending_ under mu_ before sleeping
+      cv_done_.notify_one();
     }
   }
 }
@@ -66,15 +98,19 @@ void ThreadPool::run_on_all(FunctionRef<void(int)> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = &fn;
-    pending_ = num_threads_ - 1;
-    ++generation_;
+    pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  cv_work_.notify_all();
+  cv_work_.notify_all();  // no system call when every worker is spinning
   t_inside_pool_task = true;
   fn(0);
   t_inside_pool_task = false;
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, done);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   job_ = nullptr;
 }
 
