@@ -167,7 +167,7 @@ void prep_i8x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * K;
     int8_t* o = out + r * lda;
-    float* scale = reinterpret_cast<float*>(o + 3 * K);  // 4-byte aligned: lda and K are multiples of 64
+    float* scale = reinterpret_cast<float*>(o + 3 * K);  // 4-byte aligned: lda and 3K are multiples of 8
     int32_t* sums = reinterpret_cast<int32_t*>(o + 3 * K + 4 * ng);
     for (int64_t g = 0; g < ng; ++g) {
       const float* xg = xr + g * kG;
@@ -198,8 +198,9 @@ void prep_i8x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t
       const __m512 vinv = _mm512_set1_ps(inv);
       __m512i vsum = _mm512_setzero_si512();
       for (int j = 0; j < kG; j += 16) {
-        // x * 2^(21 - e) is exact; cvtps rounds it to the nearest integer (even on ties).
-        const __m512i X = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + j), vinv));
+        // x * 2^(21 - e) is exact; rounded to the nearest integer (even on ties) whatever MXCSR says.
+        const __m512i X = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + j), vinv),
+                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         vsum = _mm512_add_epi32(vsum, X);
         const __m512i d0 = _mm512_srai_epi32(_mm512_slli_epi32(X, 24), 24);
         const __m512i x1 = _mm512_srai_epi32(_mm512_sub_epi32(X, d0), 8);

@@ -88,8 +88,8 @@ void decode_f32_q8(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel
 // Row n, elements [k0, k0 + len), to f32: f16 and bf16 with vector conversions (the scalar
 // f16_to_f32 cost a fifth of an f16 GEMM's time), fp8 by the scalar decoder.
 void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out) {
-  const auto* src = reinterpret_cast<const uint16_t*>(w.data + n * w.row_bytes) + k0;
   if (w.dtype != DType::kF16 && w.dtype != DType::kBF16) return decode_row_chunk_f32(w, n, k0, len, out);
+  const auto* src = reinterpret_cast<const uint16_t*>(w.data + n * w.row_bytes) + k0;
   int64_t k = 0;
   for (; k + 16 <= len; k += 16) {
     const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + k));

@@ -283,7 +283,8 @@ namespace {
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
 // rows are 1 byte per element, the other activation formats 2 to 6.
 int64_t rows_per_pass(PanelKind kind) {
-  return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 2 : 512;
+  // kI8x3 rows are 3 bytes an element: a third of kI8's rows keeps its buffer no larger.
+  return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 3 : 512;
 }
 }  // namespace
 

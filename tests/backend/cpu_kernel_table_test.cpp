@@ -58,6 +58,9 @@ TEST(CpuKernelTable, EveryLevelHasEveryKernel) {
         if (p.kind == quant::detail::PanelKind::kBf16x3) {
           EXPECT_NE(t.quant.prep_bf16x3_rows, nullptr);
         }
+        if (p.kind == quant::detail::PanelKind::kI8x3) {
+          EXPECT_NE(t.quant.prep_i8x3_rows, nullptr);
+        }
       }
   }
 }

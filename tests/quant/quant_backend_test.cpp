@@ -32,14 +32,11 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
 }
 
 void check(DType dt, const char* mode_env, double bound) {
-  if (mode_env)
-    setenv("QUILL_TERNARY_MODE", mode_env, 1);
-  else
-    unsetenv("QUILL_TERNARY_MODE");
+  const test::ScopedEnv mode("QUILL_TERNARY_MODE", mode_env ? mode_env : "");
   ThreadPool pool(2);
   CpuBackend cpu(pool);
   Dispatcher disp(&cpu);
-  const int64_t M = 600, K = 256, N = 48;  // M above quant_linear's row chunk
+  const int64_t M = 600, K = 256, N = 48;  // M above the exact kernel's row pass (kQuantMChunk / 3)
   std::vector<float> wf = random_normal(size_t(N * K), 4, 0.05f, 0.0f);
   auto q = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{N, K}), dt);
   ASSERT_TRUE(q.is_ok());
@@ -57,7 +54,6 @@ void check(DType dt, const char* mode_env, double bound) {
   ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), ref.data()).is_ok());
   EXPECT_LE(rel_err(y, ref), bound) << dtype_name(dt) << " " << (mode_env ? mode_env : "exact");
   EXPECT_EQ(disp.stats().runs[size_t(OpKind::kLinear)][0], 2u);
-  unsetenv("QUILL_TERNARY_MODE");
 }
 
 TEST(QuantBackend, TernaryExactMatchesDequantizedLinear) { check(DType::kTQ2_0_G128, "exact", 1e-5); }
@@ -66,17 +62,20 @@ TEST(QuantBackend, TernaryA8WithinBound) { check(DType::kTQ2_0_G128, "a8", 2e-2)
 TEST(QuantBackend, Q8ExactMatchesDequantizedLinear) { check(DType::kQ8_0, nullptr, 1e-5); }
 
 // Ternary defaults to int8 activations (what ternary models are trained with) where an int8
-// kernel exists, every other type to exact; QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
+// kernel exists (on AVX-512 hardware it always does), every other type to exact;
+// QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
 TEST(QuantBackend, ModeDefaultsAndOverride) {
-  for (const char* env : {static_cast<const char*>(nullptr), "fast"}) {
-    std::optional<test::ScopedEnv> set;
-    if (env) set.emplace("QUILL_TERNARY_MODE", env);
-    if (!env) unsetenv("QUILL_TERNARY_MODE");
-    const bool a8_kernel =
-        cpu::kernel_table().quant.plan[size_t(DType::kTQ2_0_G128)][size_t(quant::QuantMode::kA8)].kernels;
-    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), a8_kernel ? quant::QuantMode::kA8 : quant::QuantMode::kExact);
+  const bool avx512 = cpu_hardware_isa() == CpuIsa::kAvx512;
+  for (const char* env : {"", "fast"}) {
+    const test::ScopedEnv set("QUILL_TERNARY_MODE", env);
+    if (avx512) EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kA8) << env;
     EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kExact);
     EXPECT_EQ(quant::quant_mode_for(DType::kF16), quant::QuantMode::kExact);
+  }
+  {
+    const testing_ops::IsaScope scalar(cpu::kernel_table_for(CpuIsa::kScalar));  // no int8 kernel: exact
+    const test::ScopedEnv unset("QUILL_TERNARY_MODE", "");
+    EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kExact);
   }
   {
     const test::ScopedEnv set("QUILL_TERNARY_MODE", "exact");
@@ -84,6 +83,31 @@ TEST(QuantBackend, ModeDefaultsAndOverride) {
   }
   const test::ScopedEnv set("QUILL_TERNARY_MODE", "a8");
   EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kA8);
+}
+
+// The exact kernel over several row passes (its pass is kQuantMChunk / 3 rows) with scratch sized
+// for one chunk.
+TEST(QuantBackend, TernaryExactOverSeveralPasses) {
+  const test::ScopedEnv exact("QUILL_TERNARY_MODE", "exact");
+  ThreadPool pool(2);
+  const int64_t M = quant::kQuantMChunk / 2 + 37, K = 384, N = 40;
+  std::vector<float> wf = random_normal(size_t(N * K), 7, 0.05f, 0.0f);
+  auto q = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{N, K}), DType::kTQ2_0_G128);
+  ASSERT_TRUE(q.is_ok());
+  auto deq = quant::dequantize_tensor(*q);
+  const std::vector<float> x = random_normal(size_t(M * K), 8), bias = random_normal(size_t(N), 9);
+  std::vector<uint8_t> scratch(quant::quant_linear_scratch_bytes(quant::kQuantMChunk, *q, quant::QuantMode::kExact, pool));
+  std::vector<float> y = nan_filled(size_t(M * N)), ref(size_t(M * N));
+  ASSERT_TRUE(quant::quant_linear(x.data(), M, *q, nullptr, bias.data(), y.data(), scratch.data(),
+                                  quant::QuantMode::kExact, pool).is_ok());
+  const float* d = deq->data_as<float>();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = bias[size_t(n)];
+      for (int64_t k = 0; k < K; ++k) acc += double(x[size_t(m * K + k)]) * d[n * K + k];
+      ref[size_t(m * N + n)] = float(acc);
+    }
+  EXPECT_LE(rel_err(y, ref), 2e-6);
 }
 
 TEST(QuantBackend, ScratchTooSmallIsAnError) {

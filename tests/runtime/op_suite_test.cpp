@@ -19,6 +19,7 @@
 #include "support/fake_backend.h"
 #include "support/test_util.h"
 #include "support/tq2_reference.h"
+#include "support/scoped_env.h"
 
 namespace quill {
 namespace {
@@ -303,6 +304,8 @@ bool bit_equal(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 std::vector<float> run_on_cpu(const OpCase& c, ThreadPool& pool) {
+  // The reference keeps f32 activations (ternary linears default to A8 on the CPU).
+  const test::ScopedEnv exact("QUILL_TERNARY_MODE", "exact");
   auto cpu = make_cpu_backend(pool);
   Dispatcher ops(cpu.get());
   ops.set_policy(&kDefaultPolicy);
@@ -327,6 +330,7 @@ TEST_P(OpSuite, CpuOutputIsComplete) {
 // Runs the case through a dispatcher whose primary is the fake backend (failing every op or none);
 // the output must be the CPU's bit for bit either way.
 OpStats run_on_fake(const OpCase& c, bool failing, FakeFailingBackend::Calls* calls) {
+  const test::ScopedEnv exact("QUILL_TERNARY_MODE", "exact");  // the mode run_on_cpu uses
   ThreadPool pool(2);
   const auto want = run_on_cpu(c, pool);
   auto cpu = make_cpu_backend(pool);
