@@ -21,19 +21,15 @@
 
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
-#include "quant/vnni_inplace.h"
+#include "quant/panel_avx512.h"
 
 namespace quill::quant::detail::avx512 {
 
 namespace {
 
-constexpr int kNr = 32;
+constexpr int kNr = kPanelNr;
 constexpr int kG = kTq2BlockSize;  // 128
 constexpr int kMr = 3;             // 3 digits x 2 halves x 3 rows int32 + 6 f32 accumulators
-
-inline __mmask16 lane_mask(int64_t valid) {
-  return valid <= 0 ? __mmask16(0) : (valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1));
-}
 
 // A tq2 code byte -> its four weights plus one, as bytes.
 struct Tq2PlusOne {
@@ -88,11 +84,7 @@ void tile_i8x3(const TileArgs& a) {
   float* y = a.y + a.m0 * a.ldy + a.n0;
   const int64_t lda = a.lda;
   __m512 f0[MR], f1[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    f0[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy);
-    f1[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16);
-  }
+  load_tile<MR>(a, y, mk0, mk1, f0, f1);
   for (int64_t g = 0; g < a.kc / kG; ++g) {
     const int64_t ga = a.k0 / kG + g;  // absolute group
     const int8_t* xg = xrow + ga * 3 * kG;
@@ -130,16 +122,7 @@ void tile_i8x3(const TileArgs& a) {
       f1[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(combine(lo1[i], mid1[i], hi1[i], vsum)), _mm512_mul_ps(d1, vs), f1[i]);
     }
   }
-  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
-  if (a.last && a.bias) {
-    bias0 = _mm512_maskz_loadu_ps(mk0, a.bias + a.n0);
-    bias1 = _mm512_maskz_loadu_ps(mk1, a.bias + a.n0 + 16);
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    _mm512_mask_storeu_ps(y + i * a.ldy, mk0, _mm512_add_ps(f0[i], bias0));
-    _mm512_mask_storeu_ps(y + i * a.ldy + 16, mk1, _mm512_add_ps(f1[i], bias1));
-  }
+  store_tile<MR>(a, y, mk0, mk1, f0, f1);
 }
 
 void t_i8x3(const TileArgs& a) {

@@ -21,6 +21,7 @@
 
 #include "core/cpu_features.h"
 #include "quant/formats.h"
+#include "quant/panel_avx512.h"
 #include "quant/quant_kernels.h"
 #include "quill/dtype.h"
 
@@ -28,7 +29,7 @@ namespace quill::quant::detail::amx {
 
 namespace {
 
-constexpr int kNr = 32;
+constexpr int kNr = avx512::kPanelNr;
 constexpr int kMr = 16;
 constexpr int64_t kGroup = 128;  // tq2_0_g128
 
@@ -63,9 +64,7 @@ void configure(int rows) {
   _tile_loadconfig(&c);
 }
 
-inline __mmask16 lane_mask(int64_t valid) {
-  return valid <= 0 ? __mmask16(0) : (valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1));
-}
+using avx512::lane_mask;
 
 // f32 accumulators of a 16 x 32 output tile, kept in L1 (too many for registers): zero on the first
 // k block, else the partial sums already in y.

@@ -11,17 +11,13 @@
 
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
-#include "quant/vnni_inplace.h"
+#include "quant/panel_avx512.h"
 
 namespace quill::quant::detail::avx512 {
 
 namespace {
 
-constexpr int kNr = 32;
-
-inline __mmask16 lane_mask(int64_t valid) {
-  return valid <= 0 ? __mmask16(0) : (valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << valid) - 1));
-}
+constexpr int kNr = kPanelNr;
 
 // ---------------- decode ----------------
 
@@ -223,11 +219,7 @@ void tile_f32(const TileArgs& a) {
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 c0[MR], c1[MR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    c0[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy);
-    c1[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16);
-  }
+  load_tile<MR>(a, y, mk0, mk1, c0, c1);
   const int64_t lda = a.lda;
   for (int64_t k = 0; k < a.kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b + k * kNr), b1 = _mm512_load_ps(b + k * kNr + 16);
@@ -238,16 +230,7 @@ void tile_f32(const TileArgs& a) {
       c1[i] = _mm512_fmadd_ps(xv, b1, c1[i]);
     }
   }
-  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
-  if (a.last && a.bias) {
-    bias0 = _mm512_maskz_loadu_ps(mk0, a.bias + a.n0);
-    bias1 = _mm512_maskz_loadu_ps(mk1, a.bias + a.n0 + 16);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    _mm512_mask_storeu_ps(y + i * a.ldy, mk0, _mm512_add_ps(c0[i], bias0));
-    _mm512_mask_storeu_ps(y + i * a.ldy + 16, mk1, _mm512_add_ps(c1[i], bias1));
-  }
+  store_tile<MR>(a, y, mk0, mk1, c0, c1);
 }
 
 template <int MR>
@@ -257,11 +240,7 @@ void tile_bf16(const TileArgs& a) {
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 c0[MR], c1[MR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    c0[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy);
-    c1[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16);
-  }
+  load_tile<MR>(a, y, mk0, mk1, c0, c1);
   const int64_t lda = a.lda;
   for (int64_t p = 0; p < a.kc / 2; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b + p * kNr);
@@ -275,16 +254,7 @@ void tile_bf16(const TileArgs& a) {
       c1[i] = _mm512_dpbf16_ps(c1[i], xv, b1);
     }
   }
-  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
-  if (a.last && a.bias) {
-    bias0 = _mm512_maskz_loadu_ps(mk0, a.bias + a.n0);
-    bias1 = _mm512_maskz_loadu_ps(mk1, a.bias + a.n0 + 16);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    _mm512_mask_storeu_ps(y + i * a.ldy, mk0, _mm512_add_ps(c0[i], bias0));
-    _mm512_mask_storeu_ps(y + i * a.ldy + 16, mk1, _mm512_add_ps(c1[i], bias1));
-  }
+  store_tile<MR>(a, y, mk0, mk1, c0, c1);
 }
 
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
@@ -296,11 +266,7 @@ void tile_i8(const TileArgs& a) {
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 f0[MR], f1[MR];
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i) {
-    f0[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk0, y + i * a.ldy);
-    f1[i] = a.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mk1, y + i * a.ldy + 16);
-  }
+  load_tile<MR>(a, y, mk0, mk1, f0, f1);
   const int64_t lda = a.lda;
   for (int64_t g = 0; g < a.kc / G; ++g) {
     __m512i s0[MR], s1[MR];
