@@ -32,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = ROOT / "tools" / "bench_serve_load.py"
+sys.path.insert(0, str(LOAD.parent))
+from bench_serve_load import load_words  # noqa: E402
 
 
 def rss_mib(pids: list[int]) -> float:
@@ -90,8 +92,7 @@ def bench_serve(cli: str, clients: int, seconds: float) -> dict:
 def bench_python(clients: int, seconds: float) -> dict:
     import quill
 
-    words = [w.strip() for w in open("/usr/share/dict/swedish", encoding="latin-1")
-             if w.strip() and "'" not in w and len(w.strip()) <= 14]
+    words = load_words("/usr/share/dict/swedish")  # the servers' load draws from the same list
     rng = random.Random(1)
     studio = quill.LineStudio(threads=2)
     before = rss_mib([os.getpid()])
