@@ -12,8 +12,9 @@ stroke weight, slant, ink and paper tone, noise, size. Every sample is
                continuous). The model then learns a local map from a glyph to the hand's letter at
                the same place; with --align line the hand is only stretched onto the glyph line's
                ink extent, and characters drift off their glyphs along the line;
-* style     -- a different line written by the same hand, as the style encoder sees it: gray ->
-               RGB, Pillow bicubic resize to style_size x style_size (uint8; the trainer normalises).
+* style     -- a different line written by the same hand, as the style encoder sees it
+               (`style_image`, --style-layout: squashed or wrapped to style_size x style_size; uint8,
+               the trainer normalises).
 
     python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000 [--line-height 64]
 """
@@ -334,10 +335,42 @@ def ink_extent(gray: np.ndarray) -> tuple[int, int]:
     return int(cols[0]), int(cols[-1]) + 1
 
 
-def style_image(line: np.ndarray, size: int) -> np.ndarray:
-    """What Quill's style encoder sees of a line image: gray -> RGB, Pillow bicubic to size x size."""
-    rgb = Image.fromarray(line, "L").convert("RGB").resize((size, size), Image.BICUBIC)
-    return np.asarray(rgb, np.uint8)[..., 0].copy()  # the three channels are equal
+STYLE_LAYOUTS = ("squash", "wrap")
+
+
+def style_image(line: np.ndarray, size: int, layout: str = "squash", row_height: int = 32) -> np.ndarray:
+    """What Quill's style encoder sees of a line image (uint8 [size, size]; the three RGB channels are equal).
+
+    squash: the whole line, Pillow bicubic to size x size (the shipped model's input: a 512-px line
+            is squeezed 8x across, so letter shapes are mostly lost).
+    wrap:   letter shapes kept at writing size (src/io/style_reference.cpp mirrors this exactly): the line
+            is resized to `row_height` (Pillow bilinear, aspect kept, width rounded half up), cut to its ink columns (darker than
+            the median paper by more than 48), and written into size / row_height rows of `size` pixels
+            like text wrapped onto a page; a short line repeats after a paper gap of row_height / 4.
+    """
+    if layout == "squash":
+        rgb = Image.fromarray(line, "L").convert("RGB").resize((size, size), Image.BICUBIC)
+        return np.asarray(rgb, np.uint8)[..., 0].copy()
+    if layout != "wrap":
+        raise ValueError(f"style layout {layout!r}: expected one of {STYLE_LAYOUTS}")
+    if size % row_height:
+        raise ValueError(f"style size {size} is not a multiple of the row height {row_height}")
+    g = line
+    if g.shape[0] != row_height:
+        w = max(1, (g.shape[1] * row_height + g.shape[0] // 2) // g.shape[0])  # integer rounding, as in C++
+        g = np.asarray(Image.fromarray(g, "L").resize((w, row_height), Image.BILINEAR), np.uint8)
+    flat = np.sort(g.ravel())
+    paper = int(flat[(flat.size - 1) // 2])
+    ink = np.nonzero((g.astype(np.int32) < paper - 48).any(axis=0))[0]
+    if ink.size:
+        g = g[:, ink[0]:ink[-1] + 1]
+    period = g.shape[1] + row_height // 4
+    strip = np.full((row_height, period), paper, np.uint8)
+    strip[:, :g.shape[1]] = g
+    rows = size // row_height
+    cols = np.arange(rows * size) % period
+    out = strip[:, cols].reshape(row_height, rows, size).transpose(1, 0, 2).reshape(size, size)
+    return np.ascontiguousarray(out)
 
 
 def render_glyph_lines(quill: str, texts: list[str], max_width: int) -> list[tuple[dict, np.ndarray | None]]:
@@ -359,7 +392,8 @@ def render_glyph_lines(quill: str, texts: list[str], max_width: int) -> list[tup
 
 
 def generate(quill: str, n: int, seed: int, fonts: list[str], max_width: int, max_chars: int, style_size: int,
-             lines_per_hand: int = 8, augment: bool = True, align: str = "char") -> dict:
+             lines_per_hand: int = 8, augment: bool = True, align: str = "char", style_layout: str = "squash",
+             keep_refs: bool = False) -> dict:
     rng = random.Random(seed)
     words = load_words()
     charsets = {f: font_charset(f) for f in fonts}
@@ -391,7 +425,9 @@ def generate(quill: str, n: int, seed: int, fonts: list[str], max_width: int, ma
         data["font"].append(hands[i].font_name)
         data["glyph"].append(glyphs[i][1])
         data["target"].append(targets[i])
-        data["style"].append(style_image(ref, style_size))
+        data["style"].append(style_image(ref, style_size, style_layout, LINE_HEIGHT))
+        if keep_refs:
+            data.setdefault("ref", []).append(ref)
         data["hand"].append(i // lines_per_hand)
     return data
 
@@ -402,7 +438,7 @@ def save(data: dict, path: str) -> None:
                         glyph=np.concatenate([g.ravel() for g in data["glyph"]]),
                         target=np.concatenate([t.ravel() for t in data["target"]]),
                         style=np.stack(data["style"]), hand=np.array(data["hand"], np.int32),
-                        line_height=np.int32(LINE_HEIGHT))
+                        line_height=np.int32(LINE_HEIGHT), style_layout=np.array(data.get("style_layout", "squash")))
 
 
 def main() -> None:
@@ -415,6 +451,8 @@ def main() -> None:
     ap.add_argument("--max-width", type=int, default=512)
     ap.add_argument("--max-chars", type=int, default=40)
     ap.add_argument("--style-size", type=int, default=64)
+    ap.add_argument("--style-layout", choices=STYLE_LAYOUTS, default="squash",
+                    help="how the style reference is laid out for the style encoder (see style_image)")
     ap.add_argument("--line-height", type=int, default=32, help="canvas height in pixels (the model's line_height)")
     ap.add_argument("--first-shard", type=int, default=0, help="start at this shard (to split a run over processes)")
     ap.add_argument("--shards", type=int, default=0, help="write at most this many shards (0: all)")
@@ -428,7 +466,8 @@ def main() -> None:
     ks = list(range(0, a.samples, a.shard))[a.first_shard:]
     for k in ks[:a.shards] if a.shards else ks:
         d = generate(a.quill, min(a.shard, a.samples - k), a.seed * 100003 + k, fonts, a.max_width, a.max_chars,
-                     a.style_size, align=a.align)
+                     a.style_size, align=a.align, style_layout=a.style_layout)
+        d["style_layout"] = a.style_layout
         save(d, os.path.join(a.out, f"shard_{k // a.shard:03d}.npz"))
         print(f"shard {k // a.shard}: {len(d['text'])} samples", flush=True)
 

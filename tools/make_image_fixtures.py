@@ -12,9 +12,14 @@ import struct
 import zlib
 from pathlib import Path
 
+import sys
+
 import numpy as np
 import PIL
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from line_data import style_image  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "image"
 MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -33,6 +38,16 @@ def pattern(h, w, c, seed):
         chans.append(base)
     a = np.clip(np.stack(chans, axis=-1), 0, 255).round().astype(np.uint8)
     return a[..., 0] if c == 1 else a
+
+
+def ink_line(h, w, seed):
+    """RGB paper (tone ~235, noise) with dark strokes in the middle columns: a stand-in for a written line."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(235, 6, size=(h, w, 3))
+    y, x = np.mgrid[0:h, 0:w]
+    strokes = (np.sin(x / 1.7) * np.cos(y / 2.3) > 0.55) & (x >= 9) & (x < 58) & (y >= 4) & (y < h - 3)
+    a[strokes] = rng.normal(40, 15, size=(int(strokes.sum()), 3))
+    return np.clip(a, 0, 255).round().astype(np.uint8)
 
 
 def png_chunk(kind, data):
@@ -68,6 +83,19 @@ def main():
     t = ((r / np.float32(255.0) - MEAN) / STD).transpose(2, 0, 1)
     exp["style_size"] = size
     exp["style_ref"] = [float(v) for v in t.reshape(-1)]
+
+    # Wrapped style layout (line_data.style_image, mirrored by wrap_style_line): a line of dark strokes
+    # on noisy paper, converted to gray as Pillow's "L", at a few square / row sizes.
+    line = ink_line(24, 70, seed=11)
+    Image.fromarray(line).save(OUT / "style_line.png")
+    line_l = np.asarray(Image.fromarray(line).convert("L"))
+    blank = np.full((9, 13), 231, np.uint8)
+    Image.fromarray(blank).save(OUT / "style_blank.png")
+    wraps = []
+    for src, arr, size, rh in (("style_line.png", line_l, 32, 16), ("style_line.png", line_l, 48, 24),
+                               ("style_line.png", line_l, 20, 10), ("style_blank.png", blank, 16, 8)):
+        wraps.append({"src": src, "size": size, "row_height": rh, "pixels": flat(style_image(arr, size, "wrap", rh))})
+    exp["style_wrap"] = wraps
 
     # PNG variants read through libpng's conversions.
     ga = np.stack([pattern(5, 7, 1, seed=3), pattern(5, 7, 1, seed=4)], axis=-1)

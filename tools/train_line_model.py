@@ -69,13 +69,17 @@ class LineData:
 
     def __init__(self, folder: str):
         self.glyph, self.target, self.style, self.width = [], [], [], []
-        self.height = None
+        self.height, self.style_layout = None, None
         for path in sorted(glob.glob(os.path.join(folder, "**", "shard_*.npz"), recursive=True)):
             d = np.load(path)
             h = int(d["line_height"]) if "line_height" in d.files else 32  # older shards: 32 px
             if self.height not in (None, h):
                 raise SystemExit(f"{path}: line height {h}, other shards {self.height}")
             self.height = h
+            layout = str(d["style_layout"]) if "style_layout" in d.files else "squash"  # older shards: squash
+            if self.style_layout not in (None, layout):
+                raise SystemExit(f"{path}: style layout {layout}, other shards {self.style_layout}")
+            self.style_layout = layout
             w = d["widths"]
             off = np.concatenate([[0], np.cumsum(w.astype(np.int64) * h)])
             glyph, target = d["glyph"], d["target"]  # each d[...] access decompresses the array again
@@ -87,6 +91,7 @@ class LineData:
         if not self.width:
             raise SystemExit(f"no shard_*.npz in {folder}")
         self.style = np.concatenate(self.style)
+        self.style_size = int(self.style.shape[1])
         self.width = np.array(self.width)
         self.order = np.argsort(self.width, kind="stable")
 
@@ -194,6 +199,7 @@ def train(a) -> None:
             preset["model"]["line_height"] = a.line_height
         if a.patch:
             preset["model"]["patch_size"] = a.patch
+    data = LineData(a.data)
     init = None
     if a.init and not state:
         # Warm start: another run's EMA weights (same preset) start both the weights and the EMA;
@@ -213,6 +219,14 @@ def train(a) -> None:
         if "cpu_seconds" in init:
             preset["init"]["cpu_seconds"] = init["cpu_seconds"]
     if not state:
+        # The style encoder's input is what the data shows it: its square's size and layout.
+        if init and (init["preset"]["style"].get("layout", "squash"), init["preset"]["style"]["image_size"]) != (
+                data.style_layout, data.style_size) and not a.init_partial:
+            print("warm start into another style input: partial (style encoder tensors that fit)", flush=True)
+            a.init_partial = True
+        preset["style"]["image_size"] = data.style_size
+        preset["style"]["layout"] = data.style_layout
+        preset["style"]["row_height"] = data.height
         preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
                            "style_dropout": a.style_dropout, "threads": torch.get_num_threads()}
     net = Trainer(preset).to(device)
@@ -235,7 +249,9 @@ def train(a) -> None:
         step, seen, elapsed_before = state["step"], state["seen"], state["elapsed"]
         cpu_before = state.get("cpu_seconds", 0.0)
         rng = np.random.default_rng(a.seed + step)
-    data = LineData(a.data)
+    if (preset["style"].get("layout", "squash"), preset["style"]["image_size"]) != (data.style_layout, data.style_size):
+        sys.exit(f"data style input {data.style_layout} {data.style_size}px != the run's "
+                 f"{preset['style'].get('layout', 'squash')} {preset['style']['image_size']}px")
     if data.height != net.cfg.line_height:
         sys.exit(f"data line height {data.height} != model line height {net.cfg.line_height} (--line-height)")
     nparams = sum(p.numel() for p in net.model.parameters())
@@ -364,6 +380,10 @@ def export(a) -> None:
     with open(os.path.join(out, "config.json"), "w") as f:
         f.write(json.dumps(asdict(net.cfg), indent=2) + "\n")
     net.style_encoder.to(dtype).save_pretrained(os.path.join(out, "style_encoder"), safe_serialization=True)
+    style = state["preset"]["style"]
+    if style.get("layout", "squash") != "squash":  # read by src/pipeline/style_encoder_dinov2.cpp
+        with open(os.path.join(out, "style_encoder", "style_layout.json"), "w") as f:
+            f.write(json.dumps({"layout": style["layout"], "row_height": style["row_height"]}) + "\n")
     info = {k: state[k] for k in ("step", "seen", "elapsed", "loss")}
     info["cpu_seconds"] = state.get("cpu_seconds", state["elapsed"])
     if state.get("val_loss_ema"):

@@ -57,12 +57,30 @@ Image to_rgb(const Image& img);
 // (PIL premultiplies alpha for RGBA; we do not). w and h must be >= 1.
 Image resize_antialiased(const Image& img, int w, int h);
 
-// A style reference for the style encoder: read -> RGB -> plain resize to size x size (no
-// aspect-preserving crop: non-square images are stretched) -> f32 [3, size, size] CHW with
-// ImageNet normalisation ((x/255 - mean) / std, mean 0.485,0.456,0.406, std 0.229,0.224,0.225).
-Result<Tensor> load_style_reference(const std::string& path, int size = 224);
+// How a style reference is laid out in the style encoder's square input (tools/line_data.py
+// `style_image`, which trains the encoder; a model says which in style_encoder/style_layout.json).
+struct StyleLayout {
+  enum class Kind {
+    kSquash,  // the whole image resized to size x size (non-square images are stretched)
+    kWrap,    // the line at writing size, wrapped into rows (wrap_style_line)
+  };
+  Kind kind = Kind::kSquash;
+  int row_height = 32;  // kWrap: the line's height in the square
+};
+
+// kWrap's square, gray: the image is converted to gray, resized to `row_height` (aspect kept, width
+// round(w * row_height / h) >= 1, resize_antialiased), cut to its ink columns (any pixel darker than
+// the median by more than 48; all columns when none is) and written into size / row_height rows of
+// `size` pixels, continuing row by row like wrapped text; a line shorter than the square repeats
+// after row_height / 4 columns of the median (paper) tone. size must be a multiple of row_height.
+Result<Image> wrap_style_line(const Image& image, int size, int row_height);
+
+// A style reference for the style encoder: read -> laid out as `layout` says -> RGB -> f32
+// [3, size, size] CHW with ImageNet normalisation ((x/255 - mean) / std, mean 0.485,0.456,0.406,
+// std 0.229,0.224,0.225).
+Result<Tensor> load_style_reference(const std::string& path, int size = 224, StyleLayout layout = {});
 // The same from pixels in memory (1 to 4 channels; the size and byte count are checked).
-Result<Tensor> style_reference_from_image(const Image& image, int size = 224);
+Result<Tensor> style_reference_from_image(const Image& image, int size = 224, StyleLayout layout = {});
 // The normalisation step alone, for an already-sized RGB image.
 Tensor imagenet_normalize(const Image& rgb);
 

@@ -1,11 +1,13 @@
 // The line model's style encoder: a Dinov2-architecture ViT (transformers' Dinov2Model) over the
-// style reference resized to its image size and ImageNet-normalised; the embedding is the pooled
-// (layer-normed CLS) output. Lives in <line model>/style_encoder/.
+// style reference laid out in its square image (style_encoder/style_layout.json: squashed, or wrapped
+// at writing size) and ImageNet-normalised; the embedding is the pooled (layer-normed CLS) output.
+// Lives in <line model>/style_encoder/.
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "io/image.h"
 #include "models/dinov2.h"
 #include "pipeline/line_pipeline.h"
 
@@ -23,6 +25,7 @@ class Dinov2StyleEncoder final : public StyleEncoder {
   Result<int> square_size() const;
   Result<std::vector<float>> embed_pixels(const Tensor& pixels);
   std::unique_ptr<Dinov2Encoder> encoder_;
+  StyleLayout layout_;
 };
 
 }  // namespace quill

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -241,6 +242,31 @@ TEST(ImageOps, StyleReferenceMatchesTorchvisionNormalisation) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5f) << i;
 
   expect_error(load_style_reference(kDir + "nope.png").status(), ErrorCode::kNotFound, "nope.png", "not found");
+}
+
+TEST(ImageOps, WrappedStyleLayoutMatchesTheTrainer) {
+  for (const auto& c : expected()["style_wrap"]) {
+    const Image src = read_ok(c["src"].get<std::string>());
+    const int size = c["size"], rh = c["row_height"];
+    auto wrapped = wrap_style_line(src, size, rh);
+    ASSERT_TRUE(wrapped.is_ok()) << wrapped.status().to_string();
+    EXPECT_EQ(wrapped->width, size);
+    EXPECT_EQ(wrapped->height, size);
+    EXPECT_EQ(wrapped->channels, 1);
+    EXPECT_EQ(wrapped->pixels, bytes_of(c["pixels"])) << c["src"] << " size " << size << " row height " << rh;
+    // The encoder's input is the same square, RGB and normalised.
+    auto t = style_reference_from_image(src, size, StyleLayout{StyleLayout::Kind::kWrap, rh});
+    ASSERT_TRUE(t.is_ok());
+    const Tensor want = imagenet_normalize(to_rgb(*wrapped));
+    EXPECT_EQ(0, std::memcmp(t->data(), want.data(), size_t(want.numel()) * sizeof(float)));
+  }
+  const Image line = read_ok("style_line.png");
+  expect_error(wrap_style_line(line, 30, 16).status(), ErrorCode::kInvalidArgument, "style layout", "multiple of the row height");
+  expect_error(wrap_style_line(line, 8, 16).status(), ErrorCode::kInvalidArgument, "style layout", "multiple of the row height");
+  expect_error(wrap_style_line(line, 32, 0).status(), ErrorCode::kInvalidArgument, "style layout", "multiple of the row height");
+  // A 1-pixel-high sliver 16384 wide would be millions of pixels wide at the row height.
+  const Image sliver{16384, 1, 1, std::vector<uint8_t>(16384, 200)};
+  expect_error(wrap_style_line(sliver, 32, 16).status(), ErrorCode::kInvalidArgument, "16384x1", "262144 pixels wide");
 }
 
 }  // namespace

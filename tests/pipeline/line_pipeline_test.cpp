@@ -79,6 +79,50 @@ TEST(LinePipeline, OnePlanPerBucketCfgAsOneBatchDeterministic) {
   EXPECT_NE((*a)[0].gray, (*c)[0].gray);
 }
 
+// style_encoder/style_layout.json picks the encoder's input layout: "wrap" embeds the line wrapped at
+// writing size (wrap_style_line), as if that square were the reference; bad files name the file.
+TEST(LinePipeline, StyleLayoutFileChoosesTheEncodersInput) {
+  testing::TempDir tmp;
+  ThreadPool pool(1);
+  const std::string dir = model_with_style(tmp);
+  Image line{60, 10, 1, std::vector<uint8_t>(600, 230)};
+  for (int y = 2; y < 8; ++y)
+    for (int x = 5; x < 50; x += 3) line.pixels[size_t(y * 60 + x)] = uint8_t(20 + 4 * x);
+  const int size = 15;  // the Dinov2 fixture's image_size
+  auto squash = Dinov2StyleEncoder::open_if_present(dir, pool);
+  ASSERT_TRUE(squash.is_ok() && *squash) << squash.status().to_string();
+  auto plain = (*squash)->embed_image(line);
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  auto square = wrap_style_line(line, size, 5);
+  ASSERT_TRUE(square.is_ok());
+  ASSERT_EQ(resize_antialiased(*square, size, size).pixels, square->pixels);  // the squash path keeps it as is
+  auto of_square = (*squash)->embed_image(*square);
+  ASSERT_TRUE(of_square.is_ok());
+
+  const std::string layout_file = dir + "/style_encoder/style_layout.json";
+  std::ofstream(layout_file) << R"({"layout": "wrap", "row_height": 5})";
+  auto wrap = Dinov2StyleEncoder::open_if_present(dir, pool);
+  ASSERT_TRUE(wrap.is_ok() && *wrap) << wrap.status().to_string();
+  auto wrapped = (*wrap)->embed_image(line);
+  ASSERT_TRUE(wrapped.is_ok()) << wrapped.status().to_string();
+  EXPECT_EQ(*wrapped, *of_square);
+  EXPECT_NE(*wrapped, *plain);
+
+  for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"layout": "spiral", "row_height": 5})", "'layout' must be \"squash\" or \"wrap\""},
+           {R"({"layout": "wrap", "row_height": 4})", "'row_height' must be a whole number dividing"},
+           {R"({"layout": "wrap"})", "'row_height' must be a whole number dividing"},
+           {R"({"layout": "wrap", "row_height": 5, "rows": 3})", "unknown key 'rows'"},
+           {R"(["wrap"])", "must be a JSON object"},
+           {R"({"layout": "wrap", )", "style_layout.json"}}) {
+    std::ofstream(layout_file, std::ios::trunc) << text;
+    auto bad = Dinov2StyleEncoder::open_if_present(dir, pool);
+    ASSERT_FALSE(bad.is_ok()) << text;
+    EXPECT_NE(bad.status().to_string().find(needle), std::string::npos) << bad.status().to_string();
+    EXPECT_NE(bad.status().to_string().find("style_layout.json"), std::string::npos) << bad.status().to_string();
+  }
+}
+
 TEST(LinePipeline, ClearErrors) {
   testing::TempDir tmp;
   ThreadPool pool(1);
