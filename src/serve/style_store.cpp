@@ -52,7 +52,7 @@ ApiError StyleStore::embed_inline(const std::vector<uint8_t>& bytes, const std::
 ApiError StyleStore::add(const std::vector<uint8_t>& bytes, const std::string& name, const std::string& field,
                          StyleInfo* info) {
   // FNV-1a over the bytes: the same upload maps to the same id.
-  uint64_t hash = 1469598103934665603ull;
+  uint64_t hash = 14695981039346656037ull;
   for (uint8_t b : bytes) hash = (hash ^ b) * 1099511628211ull;
   char id[24];
   std::snprintf(id, sizeof(id), "s%016llx", static_cast<unsigned long long>(hash));

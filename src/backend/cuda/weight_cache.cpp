@@ -47,7 +47,7 @@ bool WeightCache::can_hold(const Tensor& W) {
 uint64_t WeightCache::fingerprint(const Tensor& W) {
   const auto* p = static_cast<const unsigned char*>(W.data());
   const int64_t bytes = W.nbytes();
-  uint64_t h = 1469598103934665603ull ^ uint64_t(bytes);  // FNV-1a over 32 sampled words
+  uint64_t h = 14695981039346656037ull ^ uint64_t(bytes);  // FNV-1a over 32 sampled words
   constexpr int kSamples = 32;
   for (int i = 0; i < kSamples && bytes >= 8; ++i) {
     uint64_t word;
