@@ -68,7 +68,7 @@ class LineData:
     """All shards in memory; batches are drawn from width-sorted groups and padded to one canvas."""
 
     def __init__(self, folder: str):
-        self.glyph, self.target, self.style, self.width = [], [], [], []
+        self.glyph, self.target, self.style, self.width, self.font = [], [], [], [], []
         self.height, self.style_layout = None, None
         for path in sorted(glob.glob(os.path.join(folder, "**", "shard_*.npz"), recursive=True)):
             d = np.load(path)
@@ -87,6 +87,7 @@ class LineData:
                 self.glyph.append(glyph[off[i]:off[i + 1]].reshape(h, -1))
                 self.target.append(target[off[i]:off[i + 1]].reshape(h, -1))
             self.style.append(d["style"])
+            self.font += [str(f) for f in d["font"]]
             self.width += list(w)
         if not self.width:
             raise SystemExit(f"no shard_*.npz in {folder}")
@@ -98,7 +99,8 @@ class LineData:
     def __len__(self) -> int:
         return len(self.width)
 
-    def batch(self, rng: np.random.Generator, size: int):
+    def batch(self, rng: np.random.Generator, size: int, fonts: dict | None = None):
+        """x0, glyph, style (and, given {font name: class}, each line's font class)."""
         n = len(self.order)
         start = int(rng.integers(0, max(1, n - 4 * size)))
         idx = self.order[start + rng.choice(min(4 * size, n - start), size=min(size, n), replace=False)]
@@ -117,6 +119,8 @@ class LineData:
         mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
         std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
         style = (s[:, None].expand(-1, 3, -1, -1) - mean) / std
+        if fonts is not None:
+            return x0, glyph, style, torch.tensor([fonts.get(self.font[i], -100) for i in idx])
         return x0, glyph, style
 
 
@@ -228,7 +232,8 @@ def train(a) -> None:
         preset["style"]["layout"] = data.style_layout
         preset["style"]["row_height"] = data.height
         preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
-                           "style_dropout": a.style_dropout, "threads": torch.get_num_threads()}
+                           "style_dropout": a.style_dropout, "threads": torch.get_num_threads(),
+                           "style_aux": a.style_aux, "fonts": sorted(set(data.font)) if a.style_aux else []}
     net = Trainer(preset).to(device)
     if init and a.init_partial:
         own = net.state_dict()
@@ -239,13 +244,21 @@ def train(a) -> None:
     elif init:
         net.load_state_dict(init["ema"])
     ema = copy.deepcopy(net).eval().requires_grad_(False)
-    opt = torch.optim.AdamW(net.parameters(), lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
+    # --style-aux: a linear font classifier on the style embedding, trained with it (not exported), so
+    # the embedding is pushed to tell the hands apart rather than only by what helps denoising.
+    aux_weight = preset["train"].get("style_aux", 0.0)
+    font_class = {f: i for i, f in enumerate(preset["train"].get("fonts", []))}
+    aux = torch.nn.Linear(net.cfg.style_dim, max(1, len(font_class))).to(device)
+    params = list(net.parameters()) + (list(aux.parameters()) if aux_weight else [])
+    opt = torch.optim.AdamW(params, lr=preset["lr"], betas=(0.9, 0.99), weight_decay=0.01)
     step, seen, elapsed_before, cpu_before = 0, 0, 0.0, 0.0
     rng = np.random.default_rng(a.seed)
     if state:
         net.load_state_dict(state["net"])
         ema.load_state_dict(state["ema"])
         opt.load_state_dict(state["opt"])
+        if state.get("aux"):
+            aux.load_state_dict(state["aux"])
         step, seen, elapsed_before = state["step"], state["seen"], state["elapsed"]
         cpu_before = state.get("cpu_seconds", 0.0)
         rng = np.random.default_rng(a.seed + step)
@@ -267,7 +280,7 @@ def train(a) -> None:
     # stopped with SIGSTOP, or waiting for the cores, uses none), both counted over all resumed runs.
     t0, c0 = time.time(), time.process_time()
     last_save = t0
-    loss_avg = None
+    loss_avg = aux_avg = None
 
     def cpu_now() -> float:
         return cpu_before + time.process_time() - c0
@@ -291,7 +304,7 @@ def train(a) -> None:
         lr = preset["lr"] * min(1.0, (step + 1) / 200) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
         for gp in opt.param_groups:
             gp["lr"] = lr
-        x0, glyph, style = (u.to(device) for u in data.batch(rng, bsz))
+        x0, glyph, style, font = (u.to(device) for u in data.batch(rng, bsz, font_class))
         b = x0.shape[0]
         # Logit-normal concentrates on mid noise; a share drawn uniformly keeps sigma near 1 (where
         # sampling starts, t = 1000) trained too -- without it the first steps return noise.
@@ -302,13 +315,17 @@ def train(a) -> None:
         xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
         drop = torch.rand(b, device=device) < a.style_dropout
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
-            s = net.embed_style(style, drop)
-            v = net.model(xt, glyph, s, sigma * 1000.0)
+            emb = net.style_encoder(pixel_values=style).pooler_output
+            v = net.model(xt, glyph, emb * (~drop).to(emb.dtype)[:, None], sigma * 1000.0)
         per = ((v.float() - (eps - x0)) ** 2).mean(dim=(1, 2, 3))
         loss = (per * sigma_weight(sigma, a.sigma_weight)).mean() if a.sigma_weight else per.mean()
+        if aux_weight:
+            aux_loss = torch.nn.functional.cross_entropy(aux(emb.float()), font, ignore_index=-100)
+            loss = loss + aux_weight * aux_loss
+            aux_avg = aux_loss.item() if step == 0 or aux_avg is None else 0.98 * aux_avg + 0.02 * aux_loss.item()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         decay = min(a.ema, (1 + step) / (10 + step))
         with torch.no_grad():
@@ -321,14 +338,16 @@ def train(a) -> None:
             el = elapsed_before + time.time() - t0
             cpu = cpu_now()
             print(f"step {step} seen {seen} loss {loss_avg:.4f} lr {lr:.2e} {seen / max(el, 1e-9):.1f} samples/s "
-                  f"{seen / max(cpu, 1e-9):.1f} samples/cpu-s {el / 60:.1f} min cpu {cpu / 60:.1f} min", flush=True)
+                  f"{seen / max(cpu, 1e-9):.1f} samples/cpu-s {el / 60:.1f} min cpu {cpu / 60:.1f} min"
+                  + (f" style-aux CE {aux_avg:.3f}" if aux_weight else ""), flush=True)
         if time.time() - last_save > a.save_minutes * 60:
             save_checkpoint(ck, net, ema, opt, preset, step, seen, elapsed_before + time.time() - t0, loss_avg,
-                            cpu_now())
+                            cpu_now(), aux=aux.state_dict() if aux_weight else None)
             last_save = time.time()
     el, cpu = elapsed_before + time.time() - t0, cpu_now()
     val = validation_loss(ema, data, bsz, device, autocast) if a.val else None
-    save_checkpoint(ck, net, ema, opt, preset, step, seen, el, loss_avg, cpu, val)
+    save_checkpoint(ck, net, ema, opt, preset, step, seen, el, loss_avg, cpu, val,
+                    aux=aux.state_dict() if aux_weight else None)
     summary = {"step": step, "seen": seen, "loss": loss_avg, "elapsed": round(el, 1), "cpu_seconds": round(cpu, 1),
                "samples_per_cpu_second": round(seen / max(cpu, 1e-9), 2), "val_loss_ema": val}
     with open(os.path.join(a.run, "summary.json"), "w") as f:
@@ -360,11 +379,11 @@ def load_init(path: str) -> dict:
     return out
 
 
-def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss, cpu_seconds, val=None):
+def save_checkpoint(path, net, ema, opt, preset, step, seen, elapsed, loss, cpu_seconds, val=None, aux=None):
     tmp = path + ".tmp"
     torch.save({"net": net.state_dict(), "ema": ema.state_dict(), "opt": opt.state_dict(), "preset": preset,
                 "step": step, "seen": seen, "elapsed": elapsed, "loss": loss, "cpu_seconds": cpu_seconds,
-                "val_loss_ema": val}, tmp)
+                "val_loss_ema": val, "aux": aux}, tmp)
     os.replace(tmp, path)
 
 
@@ -426,6 +445,8 @@ def main() -> None:
                     help="with --init: keep this run's line height / patch and load only the tensors whose shapes fit "
                          "(the transformer blocks and style encoder; embedders and output projection start new)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
+    ap.add_argument("--style-aux", type=float, default=0.0,
+                    help="weight of an auxiliary font-classification loss on the style embedding (0: off)")
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--seed", type=int, default=0)
