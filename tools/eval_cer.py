@@ -101,6 +101,7 @@ def main() -> None:
     ap.add_argument("--max-chars", type=int, default=32)
     ap.add_argument("--fonts", nargs="*", help="override the font list (file names)")
     ap.add_argument("--align", choices=["char", "line"], default="char", help="ground truth layout, as line_data.py")
+    ap.add_argument("--weights", default="f32", help="evaluate a quantized variant (quill line --weights ... --ungated)")
     ap.add_argument("--classifier", help="tools/font_classifier.py's file: report the style metric (font accuracy)")
     ap.add_argument("--legacy-fonts", action="store_true",
                     help="only the 8 seen + 2 unseen fonts of the earlier evaluations (SEEN + UNSEEN)")
@@ -149,6 +150,8 @@ def main() -> None:
             cmd += ["--threads", str(a.threads)]
         if a.start_sigma:
             cmd += ["--start-sigma", str(a.start_sigma)]
+        if a.weights != "f32":
+            cmd += ["--weights", a.weights, "--ungated"]  # evaluating the variant is what gives it a verdict
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"quill line failed for {name}: {r.stderr}")
@@ -217,7 +220,7 @@ def main() -> None:
     passed = bool(seen and seen["ratio"] <= 1.5
                   and seen["ink_iou_with_ground_truth"] > seen["ink_iou_with_glyph_line"]
                   and (not clf or seen["font_accuracy_generated"] >= 0.6))
-    out = {"model": a.model, "classifier": a.classifier, "steps": a.steps, "cfg": a.cfg, "start_sigma": a.start_sigma or "model default",
+    out = {"model": a.model, "weights": a.weights, "classifier": a.classifier, "steps": a.steps, "cfg": a.cfg, "start_sigma": a.start_sigma or "model default",
            "align": a.align, "texts_per_font": a.texts, "summary": summary,
            "fonts": results, "gate_passed": passed, "seconds": round(time.time() - t_start, 1)}
     if a.json:

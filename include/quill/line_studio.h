@@ -32,6 +32,10 @@ struct LineStudioOptions {
   std::string font_path;  // empty: the glyph-line default (DejaVu Sans); must match the model's training font
   int threads = 0;        // <= 0: QUILL_THREADS or all cores
   DeviceChoice device = DeviceChoice::kAuto;
+  // "" or "f32": the model's weights. q8_0, fp8_e4m3, tq2_0_g128 (also bf16, f16): those weights quantized
+  // at load, only if <model>/variants.json says that variant passed the model's quality gate.
+  std::string weights;
+  bool ungated_weights = false;  // use a variant without (or despite) its verdict
 };
 
 // The accepted range of each sampling setting, one definition for sampler.json, requests and the

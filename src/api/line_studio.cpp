@@ -8,6 +8,7 @@
 #include <fstream>
 #include <mutex>
 
+#include "api/line_variants.h"
 #include "core/thread_pool.h"
 #include "io/image.h"
 #include "pipeline/line_pipeline.h"
@@ -73,7 +74,8 @@ class LineStudioImpl final : public LineStudio {
           "the source tree and /usr/share/quill); pass a line model folder");
     pool_ = std::make_unique<ThreadPool>(o.threads > 0 ? o.threads : default_thread_count());
     QUILL_ASSIGN_OR_RETURN(device_, select_device(o.device));
-    QUILL_ASSIGN_OR_RETURN(pipe_, LinePipeline::open(model_dir_, o.font_path, *pool_));
+    QUILL_ASSIGN_OR_RETURN(DType weights, line_weights_for(model_dir_, o.weights, o.ungated_weights));
+    QUILL_ASSIGN_OR_RETURN(pipe_, LinePipeline::open(model_dir_, o.font_path, *pool_, weights));
     pipe_->engine().set_primary_backend(device_.gpu.get());
     QUILL_ASSIGN_OR_RETURN(auto enc, Dinov2StyleEncoder::open_if_present(model_dir_, *pool_));
     if (enc) {

@@ -22,12 +22,12 @@ namespace quill::cli {
 namespace {
 
 struct Options {
-  std::string text, style, model, font, output, batch_file, overflow = "error", device = "auto";
+  std::string text, style, model, font, output, batch_file, overflow = "error", device = "auto", weights = "f32";
   int steps = 0, threads = 0, max_batch = 8;  // steps/cfg/shift/start_sigma unset: the model's sampler.json
   float cfg = -1.0f, shift = 0.0f;
   float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
   uint64_t seed = 0;
-  bool no_style = false, diag = false, skip_existing = false;
+  bool no_style = false, diag = false, skip_existing = false, ungated = false;
 };
 
 // Lines of a batch are generated and written in chunks of this many batches, so memory stays flat
@@ -138,6 +138,8 @@ int run(const Options& o) {
   so.font_path = o.font;
   so.threads = o.threads;
   so.device = *device;
+  so.weights = o.weights;
+  so.ungated_weights = o.ungated;
   auto studio_r = LineStudio::open(so);
   if (!studio_r) return report_error(studio_r.status());
   LineStudio& studio = **studio_r;
@@ -213,6 +215,10 @@ Runner setup(CLI::App& sub) {
       ->check(CLI::IsMember({"error", "clamp"}));
   sub.add_option("--max-batch", o->max_batch, "lines sampled together per bucket")->check(CLI::Range(1, 256));
   sub.add_option("--threads", o->threads, "CPU threads")->check(CLI::Range(1, 1024));
+  sub.add_option("--weights", o->weights,
+                 "f32 (default), or a quantized variant (q8_0, fp8_e4m3, tq2_0_g128): used only if the model's "
+                 "variants.json says it passed the quality gate");
+  sub.add_flag("--ungated", o->ungated, "use a --weights variant without checking its verdict (for evaluating it)");
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   sub.add_flag("--diag", o->diag, "Print how many ops of each kind ran on which device");

@@ -107,6 +107,9 @@ Runner setup_serve(CLI::App& sub) {
                  "require 'Authorization: Bearer <key>' on /v1/ (the key is the file's first line, >= 16 chars)");
   sub.add_option("--cors-origin", o->s.cors_origin, "allow this origin to call the API from a browser (default: none)");
   sub.add_option("--threads", o->s.threads, "CPU threads for sampling")->check(CLI::Range(1, 1024));
+  sub.add_option("--weights", o->s.weights,
+                 "f32 (default), or a quantized variant (q8_0, fp8_e4m3, tq2_0_g128) that passed the model's "
+                 "quality gate (variants.json)");
   sub.add_option("--device", o->device, "auto (GPU when available), gpu (required) or cpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   sub.add_option("--http-threads", o->s.http_threads,

@@ -12,6 +12,7 @@
 #include "core/mapped_file.h"
 #include "io/json_util.h"
 #include "pipeline/line_sampler.h"
+#include "quant/quantize_model.h"
 #include "quill/line_studio.h"
 
 namespace quill {
@@ -69,9 +70,16 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 Result<std::unique_ptr<LinePipeline>> LinePipeline::open(const std::string& model_dir, const std::string& font_path,
-                                                         ThreadPool& pool) {
+                                                         ThreadPool& pool, DType weights) {
   auto p = std::make_unique<LinePipeline>();
-  QUILL_ASSIGN_OR_RETURN(p->engine_, open_line_engine(model_dir, pool));
+  if (weights == DType::kF32) {
+    QUILL_ASSIGN_OR_RETURN(p->engine_, open_line_engine(model_dir, pool));
+  } else {
+    QUILL_ASSIGN_OR_RETURN(auto files, ModelFiles::open(model_dir));
+    QUILL_ASSIGN_OR_RETURN(auto quantized, quant::quantize_in_memory(*files, weights));
+    QUILL_ASSIGN_OR_RETURN(auto model, LineModel::load(quantized));
+    p->engine_ = std::make_unique<LineEngine>(std::move(model), pool);
+  }
   const LineModelConfig& c = p->engine_->model().config();
   if (c.in_channels != c.out_channels || c.glyph_channels != 1 || c.downscale != 1)
     return unsupported(

@@ -68,8 +68,9 @@ struct LineRowInput {
 class LinePipeline {
  public:
   // `model_dir`: config.json + model.safetensors of the line model (+ style_encoder/ optional).
+  // `weights` other than f32: the weights quantized in memory to that type (quant::quantize_in_memory).
   static Result<std::unique_ptr<LinePipeline>> open(const std::string& model_dir, const std::string& font_path,
-                                                    ThreadPool& pool);
+                                                    ThreadPool& pool, DType weights = DType::kF32);
 
   // Renders `texts` in the style of `style_path` (empty: no style, unconditional). Lines are
   // grouped by width bucket and sampled up to `max_batch` at a time, so each bucket's plan is

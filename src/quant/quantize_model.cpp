@@ -239,4 +239,21 @@ Status quantize_model(const ModelFiles& files, const std::vector<TensorPlan>& pl
   return Status::ok();
 }
 
+Result<std::shared_ptr<ModelFiles>> quantize_in_memory(const ModelFiles& files, DType type) {
+  auto out = std::make_shared<ModelFiles>();
+  out->set(files.path(), "quantized", files.config());
+  for (const auto& p : plan_quantization(files, type, {})) {
+    const auto it = files.entries().find(p.name);
+    if (it == files.entries().end()) return not_found("planned tensor is not in the model").with_tensor(p.name);
+    double rel = 0;
+    Tensor row_scale;
+    auto converted = convert_tensor(it->second.tensor, p.to, &rel, nullptr, nullptr, &row_scale);
+    if (!converted) return converted.take_status().with_tensor(p.name).with_file(it->second.file);
+    if (row_scale.defined() && row_scale.numel() > 0)
+      out->entries()[p.name + "_scale"] = {std::move(row_scale), it->second.file};
+    out->entries()[p.name] = {std::move(converted).value(), it->second.file};
+  }
+  return out;
+}
+
 }  // namespace quill::quant

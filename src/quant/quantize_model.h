@@ -76,4 +76,9 @@ Status quantize_model(const ModelFiles& files, const std::vector<TensorPlan>& pl
                       const std::string& rules_text, const std::string& out_path, QuantizeReport* report,
                       const std::function<void(int)>& on_tensor = nullptr);
 
+// The same conversion kept in memory: a ModelFiles with the converted tensors (and fp8's
+// "<name>_scale"), the source's config and path (format "quantized"), as reading quantize_model's
+// GGUF back would give. For small models whose quantized variant is chosen at load time.
+Result<std::shared_ptr<ModelFiles>> quantize_in_memory(const ModelFiles& files, DType type);
+
 }  // namespace quill::quant

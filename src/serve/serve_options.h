@@ -23,6 +23,7 @@ struct ServeOptions {
   std::string cors_origin;  // empty: no CORS headers
   int threads = 0;
   DeviceChoice device = DeviceChoice::kAuto;
+  std::string weights;  // LineStudioOptions::weights: a quantized variant, only where its gate passed
   // Connections served at once; each waiting request and each event stream holds one, so there
   // must be more than the queue can hold for a full queue to answer 429 at once rather than
   // leaving new connections unserved. 0: 2 x max_queue + max_batch + 32.

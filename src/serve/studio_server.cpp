@@ -45,6 +45,7 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   lo.model_dir = options.model_dir;
   lo.threads = options.threads;
   lo.device = options.device;
+  lo.weights = options.weights;
   QUILL_ASSIGN_OR_RETURN(s->studio_, LineStudio::open(lo));
   s->metrics_ = std::make_unique<Metrics>();
   s->styles_ = std::make_unique<StyleStore>(*s->studio_, options.max_styles, options.max_style_pixels);

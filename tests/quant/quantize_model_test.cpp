@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "io/gguf.h"
 #include "io/io_test_util.h"
 #include "io/safetensors.h"
@@ -189,6 +191,31 @@ TEST(QuantizeModel, WritesGgufThatReadsBackAsPlanned) {
     ASSERT_TRUE(t.is_ok()) << p.name;
     EXPECT_EQ(t->dtype(), p.to) << p.name;
     EXPECT_EQ(t->shape(), p.shape) << p.name;
+  }
+}
+
+// What `quill line --weights` loads: the same tensors, bytes and fp8 row scales as the GGUF that
+// `quill quantize` writes and reads back.
+TEST(QuantizeModel, InMemoryEqualsTheGgufReadBack) {
+  for (DType type : {DType::kQ8_0, DType::kF8E4M3, DType::kTQ2_0_G128}) {
+    testing::TempDir dir;
+    auto files = ModelFiles::open(test::fixture("sd3/q128"));
+    ASSERT_TRUE(files.is_ok());
+    const std::string out = dir.file("v.gguf");
+    ASSERT_TRUE(quantize_model(**files, plan_quantization(**files, type, {}), type, "", out, nullptr).is_ok());
+    auto back = ModelFiles::open(out);
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    auto mem = quantize_in_memory(**files, type);
+    ASSERT_TRUE(mem.is_ok()) << mem.status().to_string();
+    EXPECT_EQ((*mem)->config(), (*files)->config());
+    EXPECT_EQ((*mem)->tensor_names(), (*back)->tensor_names()) << dtype_name(type);
+    for (const auto& name : (*back)->tensor_names()) {
+      const Tensor a = (*mem)->get(name).value(), b = (*back)->get(name).value();
+      ASSERT_EQ(a.dtype(), b.dtype()) << name;
+      ASSERT_EQ(a.shape(), b.shape()) << name;
+      ASSERT_EQ(a.nbytes(), b.nbytes()) << name;
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), size_t(a.nbytes()))) << dtype_name(type) << " " << name;
+    }
   }
 }
 
