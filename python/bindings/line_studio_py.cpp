@@ -79,9 +79,11 @@ struct PyStyleEmbedding {
 
 class PyLineStudio {
  public:
-  PyLineStudio(const std::string& model_dir, const std::string& device, int threads, const std::string& font) {
+  PyLineStudio(const std::string& model_dir, const std::string& device, int threads, const std::string& font,
+               const std::string& weights) {
     LineStudioOptions o;
     o.model_dir = model_dir;
+    o.weights = weights;
     o.font_path = font;
     o.threads = threads;
     o.device = unwrap(parse_device_choice(device));
@@ -181,8 +183,8 @@ void bind_line_studio(nb::module_& m) {
                    [](const PyStyleEmbedding& e) { return !e.embedding || e.embedding->empty(); });
 
   nb::class_<PyLineStudio>(m, "LineStudio", "The engine behind quill.LineStudio (see python/quill/line_studio.py).")
-      .def(nb::init<const std::string&, const std::string&, int, const std::string&>(), nb::arg("model_dir"),
-           nb::arg("device"), nb::arg("threads"), nb::arg("font"))
+      .def(nb::init<const std::string&, const std::string&, int, const std::string&, const std::string&>(),
+           nb::arg("model_dir"), nb::arg("device"), nb::arg("threads"), nb::arg("font"), nb::arg("weights"))
       .def_prop_ro("model_dir", [](PyLineStudio& s) { return s.studio().model_dir(); })
       .def_prop_ro("device", [](PyLineStudio& s) { return s.studio().device(); })
       .def_prop_ro("line_height", [](PyLineStudio& s) { return s.studio().line_height(); })

@@ -64,12 +64,14 @@ class LineStudio:
     time on the engine, with the GIL released)."""
 
     def __init__(self, model_dir: str | os.PathLike[str] | None = None, *, device: str = "auto", threads: int = 0,
-                 font: str | os.PathLike[str] | None = None) -> None:
+                 font: str | os.PathLike[str] | None = None, weights: str = "f32") -> None:
         """model_dir: a line model folder (None: the one shipped in the package, else the embedded
         models/quill-line); device: "auto", "cpu" or "gpu"; threads: 0 = QUILL_THREADS or all
-        cores; font: the glyph-line font (must match the model's training font)."""
+        cores; font: the glyph-line font (must match the model's training font); weights: "f32", or a
+        quantized variant ("q8_0", "fp8_e4m3", "tq2_0_g128") that passed the model's quality gate
+        (its variants.json), else the call raises saying why."""
         path = os.fspath(model_dir) if model_dir is not None else packaged_model_dir()
-        self._engine = _quill.LineStudio(path, device, threads, os.fspath(font) if font is not None else "")
+        self._engine = _quill.LineStudio(path, device, threads, os.fspath(font) if font is not None else "", weights)
 
     @property
     def model_dir(self) -> str:

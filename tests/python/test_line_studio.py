@@ -4,6 +4,8 @@ the GIL released while the engine runs."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import threading
 import time
 import warnings
@@ -148,6 +150,31 @@ def test_bad_model_folders_are_named(tmp_path):
     assert "config.json" in str(e.value)
     with pytest.raises(ValueError, match="device"):
         quill.LineStudio(MODEL_DIR, device="tpu")
+
+
+def fnv1a64(path: Path) -> str:
+    h = 0xCBF29CE484222325
+    for b in path.read_bytes():
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def test_quantized_weights_need_a_passed_verdict(tmp_path):
+    model = tmp_path / "m"
+    shutil.copytree(MODEL_DIR, model)
+    (model / "variants.json").unlink(missing_ok=True)
+    with pytest.raises(quill.NotFoundError, match="variants.json"):
+        quill.LineStudio(model, device="cpu", weights="q8_0")
+    with pytest.raises(ValueError, match="unknown weight type 'q4_k'"):
+        quill.LineStudio(model, device="cpu", weights="q4_k")
+    verdict = {"model_fnv1a64": fnv1a64(model / "model.safetensors"),
+               "variants": {"q8_0": {"passed": True}, "tq2_0_g128": {"passed": False, "why": "illegible"}}}
+    (model / "variants.json").write_text(json.dumps(verdict))
+    with pytest.raises(ValueError, match="failed its quality gate \\(illegible\\)"):
+        quill.LineStudio(model, device="cpu", weights="tq2_0_g128")
+    q8 = quill.LineStudio(model, device="cpu", threads=1, weights="q8_0").generate("Hej", seed=1)
+    f32 = quill.LineStudio(model, device="cpu", threads=1).generate("Hej", seed=1)
+    assert q8.shape == f32.shape and not np.array_equal(q8, f32)
 
 
 def test_cancel_token_from_another_thread(studio):
