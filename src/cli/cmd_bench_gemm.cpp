@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/cpu/blas_core.h"
 #include "cli/command.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -125,9 +126,13 @@ int run(const Options& o) {
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
   ThreadPool pool(threads);
   nlohmann::json rows = nlohmann::json::array();
+  cpu::ensure_blas_core();  // before the first BLAS call, as the engine does
+  const std::string blas = cpu::blas_core_name(), blas_switch = cpu::blas_core_switch();
   if (!o.json)
-    std::printf("threads %d, isa %s, reps %d (median)\n%-14s %6s %6s %6s %10s %10s %9s\n", threads,
-                cpu_isa_name(cpu_isa()), o.reps, "type", "M", "K", "N", "ms", "GFLOP/s", "x sgemm");
+    std::printf("threads %d, isa %s, openblas core %s%s, reps %d (median)\n%-14s %6s %6s %6s %10s %10s %9s\n",
+                threads, cpu_isa_name(cpu_isa()), blas.empty() ? "-" : blas.c_str(),
+                blas_switch.empty() ? "" : (" (" + blas_switch + ")").c_str(), o.reps, "type", "M", "K", "N", "ms",
+                "GFLOP/s", "x sgemm");
   for (int64_t M : o.m)
     for (int64_t K : o.k)
       for (int64_t N : o.n) {

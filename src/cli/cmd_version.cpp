@@ -1,6 +1,7 @@
 // `quill version`: version and build features, for bug reports.
 #include <cstdio>
 
+#include "backend/cpu/blas_core.h"
 #include "cli/command.h"
 #include "core/cpu_features.h"
 
@@ -27,6 +28,10 @@ Runner setup(CLI::App& sub) {
     std::printf(" cuda");
 #endif
     std::printf("\ncpu: %s\n", cpu_features_string().c_str());
+#ifdef QUILL_HAVE_OPENBLAS
+    const std::string sw = cpu::blas_core_switch();
+    std::printf("openblas core: %s%s\n", cpu::blas_core_name().c_str(), sw.empty() ? "" : (" (" + sw + ")").c_str());
+#endif
     return kExitOk;
   };
 }

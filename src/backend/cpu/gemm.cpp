@@ -1,5 +1,7 @@
 #include "backend/cpu/gemm.h"
 
+#include "backend/cpu/blas_core.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -127,6 +129,7 @@ bool blas_split_in_pool() {
 
 void sync_blas_threads(const ThreadPool& pool) {
 #if defined(QUILL_HAVE_OPENBLAS)
+  ensure_blas_core();
   static std::atomic<int> current{0};
   const int n = blas_split_in_pool() ? 1 : pool.num_threads();
   if (current.load(std::memory_order_relaxed) != n) {
