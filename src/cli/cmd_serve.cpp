@@ -64,9 +64,9 @@ int run_serve(const ServeCliOptions& o) {
   if (!server) return report_error(server.status());
   auto port = (*server)->bind();
   if (!port) return report_error(port.status());
-  std::printf("quill serve: listening on http://%s:%d/ (model %s, device %s, max batch %d, window %d ms)\n",
+  std::printf("quill serve: listening on http://%s:%d/ (model %s, device %s, max batch %d, window %d ms, %d executor%s)\n",
               so.host.c_str(), *port, (*server)->studio().model_dir().c_str(), (*server)->studio().device().c_str(),
-              so.max_batch, so.batch_window_ms);
+              so.max_batch, so.batch_window_ms, so.executors, so.executors == 1 ? "" : "s");
   std::fflush(stdout);
   serve::StudioServer* srv = server->get();
   std::thread waiter([srv, grace = o.grace_s] {
@@ -107,6 +107,10 @@ Runner setup_serve(CLI::App& sub) {
                  "require 'Authorization: Bearer <key>' on /v1/ (the key is the file's first line, >= 16 chars)");
   sub.add_option("--cors-origin", o->s.cors_origin, "allow this origin to call the API from a browser (default: none)");
   sub.add_option("--threads", o->s.threads, "CPU threads for sampling")->check(CLI::Range(1, 1024));
+  sub.add_option("--executors", o->s.executors,
+                 "line models sampling at once, the threads split between them (1: lowest latency; 2 on 2 cores: "
+                 "more lines/s under load)")
+      ->check(CLI::Range(1, 64));
   sub.add_option("--weights", o->s.weights,
                  "f32 (default), or a quantized variant (q8_0, fp8_e4m3, tq2_0_g128) that passed the model's "
                  "quality gate (variants.json)");

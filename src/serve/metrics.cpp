@@ -15,11 +15,11 @@ void Metrics::rejected(const std::string& reason) {
 void Metrics::batch_started(int rows) {
   std::lock_guard<std::mutex> lock(mu_);
   batch_sizes_[rows]++;
-  running_rows_ = rows;
+  running_rows_ += rows;
 }
-void Metrics::batch_finished() {
+void Metrics::batch_finished(int rows) {
   std::lock_guard<std::mutex> lock(mu_);
-  running_rows_ = 0;
+  running_rows_ -= rows;
 }
 void Metrics::line_latency(int64_t bucket_width, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -56,7 +56,7 @@ std::string Metrics::render(const External& e) const {
   o << "quill_ready " << (e.ready ? 1 : 0) << '\n';
   head("quill_queue_depth", "gauge", "Lines waiting for a batch");
   o << "quill_queue_depth " << queue_depth_ << '\n';
-  head("quill_running_batch_rows", "gauge", "Lines in the batch being sampled now (0: idle)");
+  head("quill_running_batch_rows", "gauge", "Lines being sampled now, in all executors' batches (0: idle)");
   o << "quill_running_batch_rows " << running_rows_ << '\n';
   head("quill_batches_total", "counter", "Batches sampled, by lines per batch");
   for (const auto& [rows, n] : batch_sizes_) o << "quill_batches_total{rows=\"" << rows << "\"} " << n << '\n';

@@ -18,7 +18,7 @@ class Metrics {
   void request(const std::string& route, int status);
   void rejected(const std::string& reason);
   void batch_started(int rows);
-  void batch_finished();
+  void batch_finished(int rows);
   void line_latency(int64_t bucket_width, double seconds);  // queued -> done, per line
   void job_ended(const char* state);
   void set_queue_depth(int64_t n);

@@ -7,9 +7,9 @@
 
 namespace quill::serve {
 
-LineScheduler::LineScheduler(LineStudio& studio, Metrics& metrics, SchedulerOptions options)
-    : studio_(studio), metrics_(metrics), o_(options) {
-  worker_ = std::thread([this] { run(); });
+LineScheduler::LineScheduler(std::vector<LineStudio*> executors, Metrics& metrics, SchedulerOptions options)
+    : executors_(std::move(executors)), metrics_(metrics), o_(options) {
+  for (LineStudio* studio : executors_) workers_.emplace_back([this, studio] { run(*studio); });
 }
 
 LineScheduler::~LineScheduler() { shutdown(std::chrono::milliseconds(0)); }
@@ -72,7 +72,8 @@ size_t LineScheduler::jobs_kept() const {
 int LineScheduler::retry_after_seconds() const {
   std::lock_guard<std::mutex> lock(mu_);
   const double batches = std::ceil(double(queue_.size() + 1) / double(o_.max_batch));
-  return std::clamp(int(std::ceil(batches * batch_seconds_)), 1, 600);
+  const double workers = double(std::max<size_t>(1, executors_.size()));
+  return std::clamp(int(std::ceil(batches * batch_seconds_ / workers)), 1, 600);
 }
 
 void LineScheduler::renumber() {
@@ -91,7 +92,7 @@ void LineScheduler::expire_finished() {
 void LineScheduler::shutdown(std::chrono::milliseconds grace) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!worker_.joinable()) return;
+    if (workers_.empty() || !workers_.front().joinable()) return;
     stopping_ = true;
     for (auto& j : queue_)
       if (j->cancel("server shutting down")) {
@@ -102,12 +103,12 @@ void LineScheduler::shutdown(std::chrono::milliseconds grace) {
     metrics_.set_queue_depth(0);
     cv_.notify_all();
   }
-  // The running batch finishes unless it outlasts the grace period.
+  // The running batches finish unless they outlast the grace period.
   const auto until = Clock::now() + grace;
   for (;;) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (running_.empty()) break;
+      if (running_batches_ == 0) break;
     }
     if (Clock::now() >= until) {
       abort_running_ = true;
@@ -115,10 +116,10 @@ void LineScheduler::shutdown(std::chrono::milliseconds grace) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  worker_.join();
+  for (auto& w : workers_) w.join();
 }
 
-void LineScheduler::run() {
+void LineScheduler::run(LineStudio& studio) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -177,21 +178,21 @@ void LineScheduler::run() {
     queue_.swap(rest);
     renumber();
     metrics_.set_queue_depth(int64_t(queue_.size()));
-    running_ = batch;
+    ++running_batches_;
     lock.unlock();
     const auto t0 = Clock::now();
-    run_batch(batch);
+    run_batch(studio, batch);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     lock.lock();
     batch_seconds_ = 0.8 * batch_seconds_ + 0.2 * secs;
-    running_.clear();
+    --running_batches_;
     for (auto& j : batch)
       if (tracked_.count(j->id()) && j->state() != JobState::kCancelled) finished_.push_back(j);
     expire_finished();
   }
 }
 
-void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
+void LineScheduler::run_batch(LineStudio& studio, std::vector<std::shared_ptr<Job>> batch) {
   LineRowsRequest req;
   for (auto& j : batch) {
     j->start(int(batch.size()));
@@ -224,12 +225,14 @@ void LineScheduler::run_batch(std::vector<std::shared_ptr<Job>> batch) {
   };
   Result<std::vector<LineResult>> lines = Status(ErrorCode::kInternal, "not run");
   try {
-    lines = studio_.generate_rows(req);
+    lines = studio.generate_rows(req);
   } catch (const std::exception& e) {
     lines = Status(ErrorCode::kInternal, str_cat("generation threw: ", e.what()));
   }
-  metrics_.batch_finished();
-  metrics_.set_op_fallbacks(studio_.op_fallbacks());
+  metrics_.batch_finished(int(batch.size()));
+  uint64_t fallbacks = 0;
+  for (LineStudio* e : executors_) fallbacks += e->op_fallbacks();
+  metrics_.set_op_fallbacks(fallbacks);
   if (!lines) {
     const Status s = lines.status();
     for (auto& j : batch) {

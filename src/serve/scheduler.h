@@ -1,5 +1,6 @@
-// The server's line scheduler: a bounded queue of line jobs and one worker that runs them on the
-// LineStudio. Micro-batching: the worker takes the oldest job, waits until it has been queued
+// The server's line scheduler: a bounded queue of line jobs and one worker per executor (a
+// LineStudio with its own threads and plans; `quill serve --executors N`) that runs them.
+// Micro-batching: a free worker takes the oldest job, waits until it has been queued
 // `batch_window` (or until `max_batch` jobs that can share its forward are queued: same width
 // bucket and sampling settings), then samples them as one batch in the plan of `max_batch` lines,
 // so concurrent users share forwards. A job cancelled while queued frees its slot at once; one
@@ -17,6 +18,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "quill/line_studio.h"
 #include "serve/job.h"
@@ -41,7 +43,10 @@ enum class SubmitResult { kQueued, kQueueFull, kShuttingDown };
 
 class LineScheduler {
  public:
-  LineScheduler(LineStudio& studio, Metrics& metrics, SchedulerOptions options);
+  // `executors`: at least one; each runs one batch at a time, all take from the one queue.
+  LineScheduler(std::vector<LineStudio*> executors, Metrics& metrics, SchedulerOptions options);
+  LineScheduler(LineStudio& studio, Metrics& metrics, SchedulerOptions options)
+      : LineScheduler(std::vector<LineStudio*>{&studio}, metrics, options) {}
   ~LineScheduler();
   LineScheduler(const LineScheduler&) = delete;
   LineScheduler& operator=(const LineScheduler&) = delete;
@@ -58,17 +63,17 @@ class LineScheduler {
   int retry_after_seconds() const;
 
   // Stops accepting, cancels every queued job (reported as cancelled: "server shutting down"),
-  // lets the running batch finish (cancelling it after `grace`), and joins the worker.
+  // lets the running batches finish (cancelling them after `grace`), and joins the workers.
   void shutdown(std::chrono::milliseconds grace);
 
  private:
-  void run();
-  void run_batch(std::vector<std::shared_ptr<Job>> batch);
+  void run(LineStudio& studio);
+  void run_batch(LineStudio& studio, std::vector<std::shared_ptr<Job>> batch);
   void renumber();  // queue positions, under mu_
   void expire_finished();  // under mu_
   std::string new_id();
 
-  LineStudio& studio_;
+  const std::vector<LineStudio*> executors_;
   Metrics& metrics_;
   const SchedulerOptions o_;
   mutable std::mutex mu_;
@@ -76,12 +81,12 @@ class LineScheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   std::map<std::string, std::shared_ptr<Job>> tracked_;
   std::deque<std::shared_ptr<Job>> finished_;  // tracked jobs that ended, oldest first
-  std::vector<std::shared_ptr<Job>> running_;
+  int running_batches_ = 0;
   std::atomic<bool> abort_running_{false};
   bool stopping_ = false;
-  double batch_seconds_ = 1.0;  // moving average of one batch's time
+  double batch_seconds_ = 1.0;  // moving average of one batch's time (on one executor)
   std::mt19937_64 rng_{std::random_device{}()};
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace quill::serve

@@ -22,6 +22,10 @@ struct ServeOptions {
   std::string api_key_file;
   std::string cors_origin;  // empty: no CORS headers
   int threads = 0;
+  // Line models sampling at once, each with threads / executors threads and its own plans; a free
+  // one takes the next batch. 1: every batch uses all threads (lowest latency for one user); more:
+  // higher throughput under load on small machines (docs/PERFORMANCE.md).
+  int executors = 1;
   DeviceChoice device = DeviceChoice::kAuto;
   std::string weights;  // LineStudioOptions::weights: a quantized variant, only where its gate passed
   // Connections served at once; each waiting request and each event stream holds one, so there

@@ -2,10 +2,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
 
+#include "core/thread_pool.h"
 #include "io/json_util.h"
 #include "serve/assets.h"
 #include "serve/http_util.h"
@@ -41,12 +43,22 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
       return invalid_argument("the API key must be at least 16 characters (first line of the file)")
           .with_file(options.api_key_file);
   }
+  if (options.executors < 1 || options.executors > 64)
+    return invalid_argument("--executors must be in [1, 64], got ", options.executors);
   LineStudioOptions lo;
   lo.model_dir = options.model_dir;
   lo.threads = options.threads;
+  if (options.executors > 1) {
+    const int total = options.threads > 0 ? options.threads : default_thread_count();
+    lo.threads = std::max(1, total / options.executors);
+  }
   lo.device = options.device;
   lo.weights = options.weights;
   QUILL_ASSIGN_OR_RETURN(s->studio_, LineStudio::open(lo));
+  for (int e = 1; e < options.executors; ++e) {
+    QUILL_ASSIGN_OR_RETURN(auto more, LineStudio::open(lo));
+    s->more_executors_.push_back(std::move(more));
+  }
   s->metrics_ = std::make_unique<Metrics>();
   s->styles_ = std::make_unique<StyleStore>(*s->studio_, options.max_styles, options.max_style_pixels);
   SchedulerOptions so;
@@ -59,7 +71,9 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   so.max_width = s->studio_->max_line_width();
   so.keep_finished = options.keep_jobs;
   so.keep_for = std::chrono::seconds(options.keep_jobs_s);
-  s->scheduler_ = std::make_unique<LineScheduler>(*s->studio_, *s->metrics_, so);
+  std::vector<LineStudio*> executors{s->studio_.get()};
+  for (auto& e : s->more_executors_) executors.push_back(e.get());
+  s->scheduler_ = std::make_unique<LineScheduler>(std::move(executors), *s->metrics_, so);
   s->http_ = std::make_unique<httplib::Server>();
   s->routes();
   return s;
@@ -93,10 +107,19 @@ void StudioServer::warm_up() {
     for (std::string w; std::getline(ss, w, ',');) widths.push_back(std::stoll(w));  // checked by the CLI
   }
   const auto t0 = std::chrono::steady_clock::now();
-  Status s = studio_->warm_up(widths, o_.max_batch);
-  if (!s.is_ok()) log_("warm-up failed (plans are built on first use instead): " + s.to_string());
+  // Every executor builds its own plans, all at once (each on its own threads).
+  std::vector<LineStudio*> all{studio_.get()};
+  for (auto& e : more_executors_) all.push_back(e.get());
+  std::vector<Status> status(all.size());
+  std::vector<std::thread> warmers;
+  for (size_t e = 0; e < all.size(); ++e)
+    warmers.emplace_back([&, e] { status[e] = all[e]->warm_up(widths, o_.max_batch); });
+  for (auto& t : warmers) t.join();
+  for (const Status& s : status)
+    if (!s.is_ok()) log_("warm-up failed (plans are built on first use instead): " + s.to_string());
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log_(str_cat("ready: ", widths.size(), " width buckets planned for batches of ", o_.max_batch, " in ", secs, " s"));
+  log_(str_cat("ready: ", widths.size(), " width buckets planned for batches of ", o_.max_batch, " on ", all.size(),
+               " executor(s) in ", secs, " s"));
   ready_ = true;
 }
 

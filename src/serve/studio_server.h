@@ -1,4 +1,5 @@
-// `quill serve`: the line studio over HTTP (cpp-httplib). One warm LineStudio, its plans built per
+// `quill serve`: the line studio over HTTP (cpp-httplib). One warm LineStudio per executor (one by
+// default; `--executors N` splits the threads between N, each sampling its own batches), plans built per
 // width bucket at start-up (warm-up in the background; /readyz says when), a LineScheduler that
 // micro-batches lines across requests, uploaded styles, and the routes of docs/API.md (also
 // served as /openapi.json) plus the studio page at /. Used by the CLI and, in-process, by tests.
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "quill/line_studio.h"
 #include "serve/serve_options.h"
@@ -53,7 +55,8 @@ class StudioServer {
   ServeOptions o_;
   Log log_;
   std::string api_key_;
-  std::unique_ptr<LineStudio> studio_;
+  std::unique_ptr<LineStudio> studio_;                      // executor 0, also embeds styles
+  std::vector<std::unique_ptr<LineStudio>> more_executors_;  // executors 1 .. N-1
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<StyleStore> styles_;
   std::unique_ptr<LineScheduler> scheduler_;

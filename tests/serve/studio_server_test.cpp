@@ -154,6 +154,36 @@ TEST_F(ServerTest, ConcurrentLinesShareOneBatchAndEachEqualsItsLineAlone) {
   EXPECT_EQ(server_->metrics().batch_sizes()[4], 1u);
 }
 
+// Two executors sample two batches at once; every line still equals the library's line for its
+// seed (each executor is a LineStudio of its own, the same weights and plans).
+TEST_F(ServerTest, TwoExecutorsRunBatchesAtOnceAndEachLineEqualsItsLineAlone) {
+  ServeOptions o;
+  o.executors = 2;
+  o.max_batch = 1;
+  o.batch_window_ms = 0;
+  start(o);
+  std::vector<std::future<httplib::Result>> replies;
+  for (int i = 0; i < 4; ++i)
+    replies.push_back(std::async(std::launch::async, [&, i] {
+      httplib::Client c("127.0.0.1", server_->port());
+      c.set_read_timeout(60, 0);
+      return c.Post("/v1/lines", Json{{"text", "Stockholm"}, {"seed", 200 + i}, {"steps", 3}}.dump(), "application/json");
+    }));
+  for (int i = 0; i < 4; ++i) {
+    auto r = replies[size_t(i)].get();
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(gray_of_png(r->body), library_line("Stockholm", uint64_t(200 + i), 3, true)) << i;
+  }
+  EXPECT_EQ(server_->metrics().batch_sizes()[1], 4u);
+  ServeOptions bad;
+  bad.model_dir = kModel;
+  bad.executors = 0;
+  auto s = StudioServer::create(bad);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.status().message().find("--executors"), std::string::npos) << s.status().to_string();
+}
+
 TEST_F(ServerTest, BadRequestsGetJsonErrorsNamingTheField) {
   ServeOptions o;
   o.max_body_bytes = 64 * 1024;
