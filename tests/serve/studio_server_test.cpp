@@ -51,6 +51,14 @@ class ServerTest : public ::testing::Test {
   httplib::Result post(const std::string& path, const Json& body) {
     return client_->Post(path.c_str(), body.dump(), "application/json");
   }
+  // POST /v1/lines on a connection of its own, so requests from one test overlap.
+  std::future<httplib::Result> post_async(Json body) {
+    return std::async(std::launch::async, [port = server_->port(), body = std::move(body)] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(60, 0);
+      return c.Post("/v1/lines", body.dump(), "application/json");
+    });
+  }
   static Json error_of(const httplib::Result& r) { return Json::parse(r->body)["error"]; }
   std::vector<uint8_t> library_line(const std::string& text, uint64_t seed, int steps, bool style) {
     LineStudioOptions so;
@@ -139,11 +147,7 @@ TEST_F(ServerTest, ConcurrentLinesShareOneBatchAndEachEqualsItsLineAlone) {
   const std::vector<std::string> texts = {"alla", "alla", "alla", "alla"};  // one width bucket, four seeds
   std::vector<std::future<httplib::Result>> replies;
   for (size_t i = 0; i < texts.size(); ++i)
-    replies.push_back(std::async(std::launch::async, [&, i] {
-      httplib::Client c("127.0.0.1", server_->port());
-      c.set_read_timeout(60, 0);
-      return c.Post("/v1/lines", Json{{"text", texts[i]}, {"seed", 100 + i}, {"steps", 3}}.dump(), "application/json");
-    }));
+    replies.push_back(post_async({{"text", texts[i]}, {"seed", 100 + i}, {"steps", 3}}));
   for (size_t i = 0; i < texts.size(); ++i) {
     auto r = replies[i].get();
     ASSERT_TRUE(r);
@@ -164,11 +168,7 @@ TEST_F(ServerTest, TwoExecutorsRunBatchesAtOnceAndEachLineEqualsItsLineAlone) {
   start(o);
   std::vector<std::future<httplib::Result>> replies;
   for (int i = 0; i < 4; ++i)
-    replies.push_back(std::async(std::launch::async, [&, i] {
-      httplib::Client c("127.0.0.1", server_->port());
-      c.set_read_timeout(60, 0);
-      return c.Post("/v1/lines", Json{{"text", "Stockholm"}, {"seed", 200 + i}, {"steps", 3}}.dump(), "application/json");
-    }));
+    replies.push_back(post_async({{"text", "Stockholm"}, {"seed", 200 + i}, {"steps", 3}}));
   for (int i = 0; i < 4; ++i) {
     auto r = replies[size_t(i)].get();
     ASSERT_TRUE(r);
