@@ -40,11 +40,14 @@ def main() -> None:
         rows.append((gray(out), "quill line (defaults, seed 0)"))
     for stem, kind in FONTS:
         base = os.path.join(a.eval, stem)
+        # gt_0000 is the first text's ground truth; its generated line is gen_0000, or gen_0001 where
+        # quill numbers batch outputs by line number from 1 (as eval_cer.py pairs them).
+        first = 0 if os.path.exists(f"{base}_gen_0000.png") else 1
         rows.append((gray(f"{base}_gt_0000.png"), f"{stem}: ground truth ({kind} font)"))
-        rows.append((gray(f"{base}_gen_0000.png"), f"{stem}: generated, style ref = another {stem} line"))
+        rows.append((gray(f"{base}_gen_{first:04d}.png"), f"{stem}: generated, style ref = another {stem} line"))
     s = a.scale
     line_w = max(r.shape[1] for r, _ in rows) * s
-    label_w = 330
+    label_w = 430
     h = sum(r.shape[0] * s + 4 for r, _ in rows)
     canvas = Image.new("L", (line_w + label_w, h), 255)
     draw = ImageDraw.Draw(canvas)
