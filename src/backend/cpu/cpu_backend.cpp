@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "backend/cpu/blas_core.h"
 #include "backend/cpu/conv2d.h"
 #include "backend/cpu/gelu_erf.h"
 #include "backend/cpu/group_norm.h"
@@ -30,6 +31,8 @@ size_t quant_scratch_floats(const Tensor& W, const ThreadPool& pool) {
   return (bytes + sizeof(float) - 1) / sizeof(float);
 }
 }  // namespace
+
+CpuBackend::CpuBackend(ThreadPool& pool) : pool_(pool) { cpu::ensure_blas_core(); }
 
 std::unique_ptr<OpBackend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool); }
 

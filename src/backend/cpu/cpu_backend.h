@@ -9,7 +9,8 @@ namespace quill {
 
 class CpuBackend final : public OpBackend {
  public:
-  explicit CpuBackend(ThreadPool& pool) : pool_(pool) {}
+  // Settles OpenBLAS's kernel choice (cpu::ensure_blas_core) here, so a planned forward never does it.
+  explicit CpuBackend(ThreadPool& pool);
   const char* name() const override { return "cpu"; }
   Device device() const override { return Device::kCPU; }
   bool supports(OpKind, const Tensor*) const override { return true; }
