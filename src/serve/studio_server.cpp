@@ -54,13 +54,12 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   }
   lo.device = options.device;
   lo.weights = options.weights;
-  QUILL_ASSIGN_OR_RETURN(s->studio_, LineStudio::open(lo));
-  for (int e = 1; e < options.executors; ++e) {
-    QUILL_ASSIGN_OR_RETURN(auto more, LineStudio::open(lo));
-    s->more_executors_.push_back(std::move(more));
+  for (int e = 0; e < options.executors; ++e) {
+    QUILL_ASSIGN_OR_RETURN(auto executor, LineStudio::open(lo));
+    s->executors_.push_back(std::move(executor));
   }
   s->metrics_ = std::make_unique<Metrics>();
-  s->styles_ = std::make_unique<StyleStore>(*s->studio_, options.max_styles, options.max_style_pixels);
+  s->styles_ = std::make_unique<StyleStore>(s->studio(), options.max_styles, options.max_style_pixels);
   SchedulerOptions so;
   so.max_queue = options.max_queue;
   so.max_batch = options.max_batch;
@@ -68,15 +67,19 @@ Result<std::unique_ptr<StudioServer>> StudioServer::create(const ServeOptions& o
   so.ragged = options.ragged;
   so.max_pad_ratio = options.max_pad_ratio;
   so.plan_step = options.plan_step;
-  so.max_width = s->studio_->max_line_width();
+  so.max_width = s->studio().max_line_width();
   so.keep_finished = options.keep_jobs;
   so.keep_for = std::chrono::seconds(options.keep_jobs_s);
-  std::vector<LineStudio*> executors{s->studio_.get()};
-  for (auto& e : s->more_executors_) executors.push_back(e.get());
-  s->scheduler_ = std::make_unique<LineScheduler>(std::move(executors), *s->metrics_, so);
+  s->scheduler_ = std::make_unique<LineScheduler>(s->executor_list(), *s->metrics_, so);
   s->http_ = std::make_unique<httplib::Server>();
   s->routes();
   return s;
+}
+
+std::vector<LineStudio*> StudioServer::executor_list() const {
+  std::vector<LineStudio*> list;
+  for (const auto& e : executors_) list.push_back(e.get());
+  return list;
 }
 
 uint64_t StudioServer::random_seed() {
@@ -97,10 +100,10 @@ void StudioServer::warm_up() {
   std::vector<int64_t> widths;
   if (o_.warmup == "all") {
     if (o_.ragged) {  // the plan widths ragged batches run at
-      for (int64_t w = o_.plan_step; w < studio_->max_line_width(); w += o_.plan_step) widths.push_back(w);
-      widths.push_back(studio_->max_line_width());
+      for (int64_t w = o_.plan_step; w < studio().max_line_width(); w += o_.plan_step) widths.push_back(w);
+      widths.push_back(studio().max_line_width());
     } else {
-      widths = studio_->bucket_widths();
+      widths = studio().bucket_widths();
     }
   } else if (o_.warmup != "none" && !o_.warmup.empty()) {
     std::stringstream ss(o_.warmup);
@@ -108,8 +111,7 @@ void StudioServer::warm_up() {
   }
   const auto t0 = std::chrono::steady_clock::now();
   // Every executor builds its own plans, all at once (each on its own threads).
-  std::vector<LineStudio*> all{studio_.get()};
-  for (auto& e : more_executors_) all.push_back(e.get());
+  const std::vector<LineStudio*> all = executor_list();
   std::vector<Status> status(all.size());
   std::vector<std::thread> warmers;
   for (size_t e = 0; e < all.size(); ++e)
@@ -144,7 +146,7 @@ void StudioServer::routes() {
   h.set_payload_max_length(o_.max_body_bytes);
   h.set_read_timeout(30, 0);
   h.set_write_timeout(30, 0);
-  HttpContext ctx{o_, *studio_, *metrics_, *styles_, *scheduler_, ready_, stopping_, api_key_,
+  HttpContext ctx{o_, studio(), *metrics_, *styles_, *scheduler_, ready_, stopping_, api_key_,
                   [this] { return random_seed(); }};
   install_line_routes(h, ctx);
   install_service_routes(h, ctx);

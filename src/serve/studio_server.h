@@ -43,7 +43,7 @@ class StudioServer {
 
   bool ready() const { return ready_; }
   int port() const { return port_; }
-  LineStudio& studio() { return *studio_; }
+  LineStudio& studio() { return *executors_.front(); }
   Metrics& metrics() { return *metrics_; }
 
  private:
@@ -55,8 +55,8 @@ class StudioServer {
   ServeOptions o_;
   Log log_;
   std::string api_key_;
-  std::unique_ptr<LineStudio> studio_;                      // executor 0, also embeds styles
-  std::vector<std::unique_ptr<LineStudio>> more_executors_;  // executors 1 .. N-1
+  std::vector<std::unique_ptr<LineStudio>> executors_;  // at least one; executor 0 also embeds styles
+  std::vector<LineStudio*> executor_list() const;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<StyleStore> styles_;
   std::unique_ptr<LineScheduler> scheduler_;
