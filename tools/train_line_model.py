@@ -232,6 +232,7 @@ def train(a) -> None:
         preset["style"]["layout"] = data.style_layout
         preset["style"]["row_height"] = data.height
         preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
+                           "bridge": a.bridge, "bridge_start": a.bridge_start,
                            "style_dropout": a.style_dropout, "threads": torch.get_num_threads(),
                            "style_aux": a.style_aux, "fonts": sorted(set(data.font)) if a.style_aux else []}
     net = Trainer(preset).to(device)
@@ -313,11 +314,24 @@ def train(a) -> None:
         sigma = torch.where(uniform, torch.rand(b, device=device), sigma)
         eps = torch.randn_like(x0)
         xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
+        target = eps - x0
+        if a.bridge:
+            # Glyph bridge: the straight path from the sampler's start at sigma s, s eps + (1 - s) g with
+            # g = -glyph (the glyph line as an image), to the hand x0. At sigma <= s it is the usual x_t
+            # plus sigma (1 - s) / s (g - x0), with constant velocity eps - x0 + (1 - s) / s (g - x0);
+            # trained so the model knows the glyph-line part of the start is not the hand.
+            s0 = a.bridge_start
+            on = torch.rand(b, device=device) < a.bridge
+            sigma = torch.where(on, sigma * s0, sigma)
+            sv = sigma.view(b, 1, 1, 1)
+            gap = (1 - s0) / s0 * (-glyph - x0)
+            xt = torch.where(on.view(b, 1, 1, 1), (1 - sv) * x0 + sv * eps + sv * gap, xt)
+            target = torch.where(on.view(b, 1, 1, 1), eps - x0 + gap, target)
         drop = torch.rand(b, device=device) < a.style_dropout
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
             emb = net.style_encoder(pixel_values=style).pooler_output
             v = net.model(xt, glyph, emb * (~drop).to(emb.dtype)[:, None], sigma * 1000.0)
-        per = ((v.float() - (eps - x0)) ** 2).mean(dim=(1, 2, 3))
+        per = ((v.float() - target) ** 2).mean(dim=(1, 2, 3))
         loss = (per * sigma_weight(sigma, a.sigma_weight)).mean() if a.sigma_weight else per.mean()
         if aux_weight:
             aux_loss = torch.nn.functional.cross_entropy(aux(emb.float()), font, ignore_index=-100)
@@ -448,6 +462,10 @@ def main() -> None:
     ap.add_argument("--style-aux", type=float, default=0.0,
                     help="weight of an auxiliary font-classification loss on the style embedding (0: off)")
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
+    ap.add_argument("--bridge", type=float, default=0.0,
+                    help="share of samples on the glyph bridge: the straight path from the sampler's glyph-line "
+                         "start at --bridge-start to the hand (0: plain flow matching)")
+    ap.add_argument("--bridge-start", type=float, default=0.8, help="the start sigma the glyph bridge is trained for")
     ap.add_argument("--ema", type=float, default=0.999)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
