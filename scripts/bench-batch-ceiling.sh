@@ -8,19 +8,15 @@ cd "$(dirname "$0")/.."
 THREADS=${1:-$(nproc)}
 ROUNDS=${2:-3}
 LINES=${3:-32}
-PRESET=${PRESET:-release}
-cmake --build --preset "$PRESET" -j "$(nproc)" --target quill >/dev/null
-QUILL=$PWD/build/$PRESET/quill
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-for _ in $(seq "$LINES"); do echo "Kongl. Maj:ts nådiga förordning"; done > "$work/lines.txt"
+source scripts/bench-common.sh
+for _ in $(seq "$LINES"); do echo "Kongl. Maj:ts nådiga förordning"; done > "$WORK/lines.txt"
 ratios=()
 for r in $(seq "$ROUNDS"); do
   declare -A secs=()
   for b in 8 1; do
-    rm -rf "$work/out" && mkdir "$work/out"
+    rm -rf "$WORK/out" && mkdir "$WORK/out"
     t0=$(date +%s.%N)
-    "$QUILL" line --batch-file "$work/lines.txt" --max-batch "$b" --threads "$THREADS" --seed 1 -o "$work/out/l.png" >/dev/null
+    "$QUILL" line --batch-file "$WORK/lines.txt" --max-batch "$b" --threads "$THREADS" --seed 1 -o "$WORK/out/l.png" >/dev/null
     t1=$(date +%s.%N)
     secs[$b]=$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')
   done

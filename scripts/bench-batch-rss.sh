@@ -9,11 +9,7 @@ cd "$(dirname "$0")/.."
 SMALL=${1:-1000}
 LARGE=${2:-100000}
 STEPS=${3:-1}
-PRESET=${PRESET:-release}
-cmake --build --preset "$PRESET" -j "$(nproc)" --target quill >/dev/null
-QUILL=$PWD/build/$PRESET/quill
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source scripts/bench-common.sh
 
 make_lines() {  # N lines cycling through texts of different lengths
   python3 - "$1" > "$2" <<'EOF'
