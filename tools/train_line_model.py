@@ -155,6 +155,17 @@ def prior_totals(preset: dict) -> dict:
     return tot
 
 
+def glyph_bridge(x0: torch.Tensor, glyph: torch.Tensor, eps: torch.Tensor, sigma: torch.Tensor, start: float):
+    """(x_sigma, velocity) on the straight path from the sampler's glyph-line start at sigma = start,
+    start eps + (1 - start) g with g = -glyph (the glyph line as an image, paper +1), to the hand x0:
+    for sigma <= start, x_sigma = (1 - sigma) x0 + sigma eps + sigma (1 - start) / start (g - x0), and
+    the velocity is constant, eps - x0 + (1 - start) / start (g - x0). Trained on, the model learns
+    that the glyph-line part of the start is not the hand, so letters move to the hand's shapes."""
+    sv = sigma.view(-1, 1, 1, 1)
+    gap = (1 - start) / start * (-glyph - x0)
+    return (1 - sv) * x0 + sv * eps + sv * gap, eps - x0 + gap
+
+
 def sigma_weight(sigma: torch.Tensor, k: float) -> torch.Tensor:
     """Loss weight over sigma: (1 + k sigma) / (1 + k / 2), mean 1 over uniform sigma; k = 0: none.
     k > 0 puts more of the loss where sigma is high (the first sampling steps, where the letter shapes
@@ -316,17 +327,11 @@ def train(a) -> None:
         xt = (1 - sigma.view(b, 1, 1, 1)) * x0 + sigma.view(b, 1, 1, 1) * eps
         target = eps - x0
         if a.bridge:
-            # Glyph bridge: the straight path from the sampler's start at sigma s, s eps + (1 - s) g with
-            # g = -glyph (the glyph line as an image), to the hand x0. At sigma <= s it is the usual x_t
-            # plus sigma (1 - s) / s (g - x0), with constant velocity eps - x0 + (1 - s) / s (g - x0);
-            # trained so the model knows the glyph-line part of the start is not the hand.
-            s0 = a.bridge_start
             on = torch.rand(b, device=device) < a.bridge
-            sigma = torch.where(on, sigma * s0, sigma)
-            sv = sigma.view(b, 1, 1, 1)
-            gap = (1 - s0) / s0 * (-glyph - x0)
-            xt = torch.where(on.view(b, 1, 1, 1), (1 - sv) * x0 + sv * eps + sv * gap, xt)
-            target = torch.where(on.view(b, 1, 1, 1), eps - x0 + gap, target)
+            sigma = torch.where(on, sigma * a.bridge_start, sigma)
+            xb, tb = glyph_bridge(x0, glyph, eps, sigma, a.bridge_start)
+            xt = torch.where(on.view(b, 1, 1, 1), xb, xt)  # rows off the bridge keep their sigma and x_t
+            target = torch.where(on.view(b, 1, 1, 1), tb, target)
         drop = torch.rand(b, device=device) < a.style_dropout
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
             emb = net.style_encoder(pixel_values=style).pooler_output
