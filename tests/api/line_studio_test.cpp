@@ -160,8 +160,10 @@ namespace quill {
 namespace {
 
 // Rows from several requests in one batch: each row's image does not depend on its batch. Rows of
-// one width are bit for bit their solo image; a ragged batch (rows padded to the widest, padding
-// masked out of attention) matches to float rounding.
+// one width match their solo image to float rounding (at most 1 gray level: a batch changes the
+// GEMMs' row count, and BLAS may sum a differently shaped product in another order; seen with the
+// stage-4 weights on an Intel Xeon); a ragged batch (rows padded to the widest, padding masked out of
+// attention) within 2. A row mix-up or leaked padding moves whole strokes, far past either bound.
 TEST(LineStudio, RowsInSharedAndRaggedBatchesEqualTheirSoloLines) {
   LineStudioOptions o;
   o.threads = 2;
@@ -190,10 +192,7 @@ TEST(LineStudio, RowsInSharedAndRaggedBatchesEqualTheirSoloLines) {
       int worst = 0;
       for (size_t k = 0; k < solo[i].gray.size(); ++k)
         worst = std::max(worst, std::abs(int(batch[i].gray[k]) - int(solo[i].gray[k])));
-      if (ragged)
-        EXPECT_LE(worst, 2) << texts[i];
-      else
-        EXPECT_EQ(worst, 0) << texts[i];
+      EXPECT_LE(worst, ragged ? 2 : 1) << texts[i];
     }
   }
   // The one-line row API and generate() agree: the same seed gives the same line.
