@@ -41,7 +41,9 @@ if [ "$size" -gt $((25 * 1024 * 1024)) ]; then
 fi
 echo "ship-line-model: installed $src as $dst ($(du -sh "$dst" | cut -f1))"
 
-"$QUILL" line --text "Kongl. Maj:ts nådiga förordning" --seed 0 --threads 2 -o tests/fixtures/line/default_kongl.png
+# 2 threads and seed 0, as DefaultLineModel.WritesHandwritingNotNoise writes it.
+"$QUILL" line --model "$dst" --text "Kongl. Maj:ts nådiga förordning" --seed 0 --threads 2 \
+  -o tests/fixtures/line/default_kongl.png
 echo "ship-line-model: CTest reference line rewritten (tests/fixtures/line/default_kongl.png)"
 
 "$PY" tools/gate_variants.py --quill "$QUILL" --model "$dst" --classifier "$classifier" --texts "$TEXTS" \
