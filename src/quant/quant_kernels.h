@@ -74,7 +74,10 @@ void prep_i8x3_rows(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t
 }  // namespace avx512
 namespace avx2 {
 const KernelSet* kernels(DType dtype, PanelKind kind);
-}
+// tq2_0_g128 A8 (kI8) on VPMADDUBSW; null for other types. Same activations as the scalar prep.
+const KernelSet* i8_kernels(DType dtype);
+void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);
+}  // namespace avx2
 // AMX tiles for tq2_0_g128: A8 (int8) and exact (bf16x3).
 namespace amx {
 bool wanted();           // QUILL_AMX is not 0 / off

@@ -1,5 +1,6 @@
-// AVX2 panel kernels for quant_linear: the exact (f32 FMA) path for every weight type. The A8
-// modes have no AVX2 kernel and use the scalar reference at this level.
+// AVX2 panel kernels for quant_linear: the exact (f32 FMA) path for every weight type, and
+// tq2_0_g128 A8 on VPMADDUBSW (no VNNI at this level; kernel in quant_tq2_a8_avx2.cpp). The other
+// A8 modes use the scalar reference here.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -90,6 +91,9 @@ const KernelSet kF32{PanelKind::kF32, kNr, kMr, 256, 1, pb_f32, decode_f32, tile
 
 }  // namespace
 
-const KernelSet* kernels(DType, PanelKind kind) { return kind == PanelKind::kF32 ? &kF32 : nullptr; }
+const KernelSet* kernels(DType dtype, PanelKind kind) {
+  if (kind == PanelKind::kI8) return i8_kernels(dtype);
+  return kind == PanelKind::kF32 ? &kF32 : nullptr;
+}
 
 }  // namespace quill::quant::detail::avx2

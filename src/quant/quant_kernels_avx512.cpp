@@ -385,13 +385,22 @@ void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* 
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * K;
     __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nanmask = 0;
     int64_t k = 0;
-    for (; k + 16 <= K; k += 16) vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, _mm512_loadu_ps(xr + k)));
+    for (; k + 16 <= K; k += 16) {
+      const __m512 v = _mm512_loadu_ps(xr + k);
+      vmax = _mm512_max_ps(vmax, _mm512_andnot_ps(sign, v));
+      nanmask |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    }
     float amax = _mm512_reduce_max_ps(vmax);
-    for (; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    bool nan = nanmask != 0;
+    for (; k < K; ++k) {
+      amax = std::max(amax, std::fabs(xr[k]));
+      nan |= std::isnan(xr[k]);
+    }
     const float s = amax / 127.0f;
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
-    scale[r] = s;
+    scale[r] = nan || std::isinf(amax) ? NAN : s;  // as the scalar prep: NaN / Inf rows give NaN
     const __m512 vinv = _mm512_set1_ps(inv);
     const __m512i off = _mm512_set1_epi32(128), lo = _mm512_set1_epi32(1), hi = _mm512_set1_epi32(255);
     uint8_t* o = out + r * K;

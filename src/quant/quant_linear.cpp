@@ -63,10 +63,15 @@ void detail::prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out,
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * K;
     float amax = 0.0f;
-    for (int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(xr[k]));
+    bool nan = false;
+    for (int64_t k = 0; k < K; ++k) {
+      amax = std::max(amax, std::fabs(xr[k]));
+      nan |= std::isnan(xr[k]);
+    }
     const float s = amax / 127.0f;
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
-    scale[r] = s;
+    // A row with NaN or Inf has no int8 image: its scale is NaN, so its outputs are NaN.
+    scale[r] = nan || std::isinf(amax) ? NAN : s;
     for (int64_t k = 0; k < K; ++k) {
       float q = std::nearbyint(xr[k] * inv);
       q = std::min(127.0f, std::max(-127.0f, q));

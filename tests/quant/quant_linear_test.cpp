@@ -293,6 +293,65 @@ TEST(QuantLinear, HalfWeightsWithRaggedK) {
     }
 }
 
+// tq2 A8 at every SIMD level (VPMADDUBSW on AVX2, VNNI on AVX-512) over several k blocks of 1024,
+// partly filled sub-panels and row remainders, against the scalar A8 reference: the int8 images
+// are the same bits (checked first), the group sums exact integers, only f32 order differs.
+TEST(QuantLinear, TernaryA8SpansKBlocksOnEverySimdLevel) {
+  ThreadPool pool(2);
+  const cpu::KernelTable& scalar = cpu::kernel_table_for(CpuIsa::kScalar);
+  for (CpuIsa isa : testable_isas()) {
+    if (isa == CpuIsa::kScalar) continue;
+    const cpu::KernelTable& t = cpu::kernel_table_for(isa);
+    ASSERT_NE(t.quant.plan[size_t(DType::kTQ2_0_G128)][size_t(QuantMode::kA8)].kernels, nullptr) << cpu_isa_name(isa);
+    for (int64_t K : {77, 1000, 4099}) {  // the int8 prep, vector body and scalar tail
+      const std::vector<float> x = random_normal(size_t(3 * K), uint32_t(K));
+      std::vector<uint8_t> a(size_t(3 * K)), b(size_t(3 * K));
+      std::vector<float> sa(3), sb(3);
+      scalar.quant.prep_i8_rows(x.data(), 3, K, a.data(), sa.data());
+      t.quant.prep_i8_rows(x.data(), 3, K, b.data(), sb.data());
+      EXPECT_EQ(a, b) << cpu_isa_name(isa) << " K=" << K;
+      EXPECT_EQ(sa, sb) << cpu_isa_name(isa) << " K=" << K;
+    }
+    for (int64_t M : {1, 2, 3, 4, 100})
+      for (int64_t K : {2176, 3072})
+        for (int64_t N : {1, 17, 47}) {
+          const Weight w = make_weight(DType::kTQ2_0_G128, N, K, uint32_t(K + N));
+          const std::vector<float> x = random_normal(size_t(M * K), uint32_t(M * 3 + K + N));
+          const std::vector<float> bias = random_normal(size_t(N), 5);
+          const std::vector<float> ref = run(scalar, x, M, w, bias, QuantMode::kA8, pool);
+          EXPECT_LE(rel_err(run(t, x, M, w, bias, QuantMode::kA8, pool), ref), 1e-5)
+              << cpu_isa_name(isa) << " M=" << M << " K=" << K << " N=" << N;
+        }
+  }
+}
+
+// A8 rows holding NaN or Inf have no int8 image: their outputs are NaN on every level (not a
+// finite line made of clamped codes), and the other rows are untouched.
+TEST(QuantLinear, A8RowsWithNanOrInfGiveNan) {
+  ThreadPool pool(2);
+  const int64_t M = 4, K = 256, N = 40;
+  std::vector<float> x = random_normal(size_t(M * K), 21);
+  x[size_t(K + 7)] = NAN;
+  x[size_t(2 * K + 200)] = INFINITY;
+  x[size_t(3 * K + 255)] = -INFINITY;
+  const std::vector<float> bias = random_normal(size_t(N), 2);
+  for (DType dt : {DType::kTQ2_0_G128, DType::kQ8_0}) {
+    const Weight w = make_weight(dt, N, K, 4);
+    const std::vector<float> clean(x.begin(), x.begin() + K);
+    for (CpuIsa isa : testable_isas()) {
+      const cpu::KernelTable& t = cpu::kernel_table_for(isa);
+      const std::vector<float> y = run(t, x, M, w, bias, QuantMode::kA8, pool);
+      const std::vector<float> y0 = run(t, clean, 1, w, bias, QuantMode::kA8, pool);
+      for (int64_t n = 0; n < N; ++n) {
+        EXPECT_EQ(y[size_t(n)], y0[size_t(n)]) << dtype_name(dt) << " " << cpu_isa_name(isa) << " n=" << n;
+        for (int64_t m = 1; m < M; ++m)
+          EXPECT_TRUE(std::isnan(y[size_t(m * N + n)]))
+              << dtype_name(dt) << " " << cpu_isa_name(isa) << " row " << m << " n=" << n << ": " << y[size_t(m * N + n)];
+      }
+    }
+  }
+}
+
 TEST(QuantLinear, LargeCase) {
   ThreadPool pool(2);
   check_shape(pool, 1000, 1536, 64);

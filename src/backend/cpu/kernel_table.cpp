@@ -89,6 +89,8 @@ KernelTable build(CpuIsa isa, bool amx) {
     q.prep_bf16_rows = qd::avx512::prep_bf16_rows;
     if (amx) q.prep_bf16x3_rows = qd::amx::prep_bf16x3_rows;
     q.prep_i8x3_rows = qd::avx512::prep_i8x3_rows;
+  } else if (isa == CpuIsa::kAvx2) {
+    q.prep_i8_rows = qd::avx2::prep_i8_rows;
   }
 #endif
   return t;
