@@ -44,11 +44,13 @@ void tile_f32(const TileArgs& a) {
   const __m256i mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 8);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m256 c0[MR], c1[MR];
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     c0[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy, mk0);
     c1[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy + 8, mk1);
   }
-  for (int64_t k = 0; k < a.kc; ++k) {
+  const int64_t kc = a.kc;  // a local: a.kc reloaded every iteration costs a memory operand
+  for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
@@ -62,6 +64,7 @@ void tile_f32(const TileArgs& a) {
     bias0 = _mm256_maskload_ps(a.bias + a.n0, mk0);
     bias1 = _mm256_maskload_ps(a.bias + a.n0 + 8, mk1);
   }
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     _mm256_maskstore_ps(y + i * a.ldy, mk0, _mm256_add_ps(c0[i], bias0));
     _mm256_maskstore_ps(y + i * a.ldy + 8, mk1, _mm256_add_ps(c1[i], bias1));

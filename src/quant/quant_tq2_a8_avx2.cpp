@@ -89,6 +89,7 @@ void tile_i8(const TileArgs& a) {
   float* y = a.y + a.m0 * a.ldy + a.n0;
   const int64_t lda = a.lda;
   __m256 f0[MR], f1[MR];
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     f0[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy, mk0);
     f1[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy + 8, mk1);
@@ -128,12 +129,14 @@ void tile_i8(const TileArgs& a) {
       bias0 = _mm256_maskload_ps(a.bias + a.n0, mk0);
       bias1 = _mm256_maskload_ps(a.bias + a.n0 + 8, mk1);
     }
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m256 s = _mm256_set1_ps(a.act_scale[a.m0 + i]);
       f0[i] = _mm256_fmadd_ps(_mm256_sub_ps(f0[i], c0), s, bias0);
       f1[i] = _mm256_fmadd_ps(_mm256_sub_ps(f1[i], c1), s, bias1);
     }
   }
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     _mm256_maskstore_ps(y + i * a.ldy, mk0, f0[i]);
     _mm256_maskstore_ps(y + i * a.ldy + 8, mk1, f1[i]);
