@@ -42,7 +42,7 @@ TEST(CpuKernelTable, EveryLevelHasEveryKernel) {
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16}) EXPECT_NE(t.linear[size_t(d)].gemv, nullptr);
     for (DType d : {DType::kF16, DType::kBF16}) EXPECT_NE(t.linear[size_t(d)].decode, nullptr);
     EXPECT_TRUE(t.gelu_tanh && t.silu && t.gelu_erf && t.attention_tile);
-    EXPECT_EQ(t.attention_pack != nullptr, isa == CpuIsa::kAvx512);
+    EXPECT_EQ(t.attention_pack != nullptr, isa != CpuIsa::kScalar);
     EXPECT_TRUE(t.quant.prep_i8_rows && t.quant.prep_bf16_rows);
     for (DType d : {DType::kTQ2_0_G128, DType::kQ8_0, DType::kBF16, DType::kF16, DType::kF8E4M3})
       for (quant::QuantMode m : {quant::QuantMode::kExact, quant::QuantMode::kA8}) {

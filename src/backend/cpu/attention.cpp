@@ -1,6 +1,6 @@
 // Multi-head attention: the flash-style driver and the naive reference (tile kernels:
-// attention_avx512.cpp, and the portable one in attention_generic.inl, built for baseline x86-64
-// here and for AVX2 in attention_avx2.cpp).
+// attention_avx512.cpp, attention_avx2.cpp, and the portable one in attention_generic.inl, built
+// for baseline x86-64 here).
 //
 // Work item = (batch, head, query tile of kAttnQTile queries). A thread owns one item at a time and
 // walks the keys in tiles of kAttnKTile with an online softmax (running max m and sum l per

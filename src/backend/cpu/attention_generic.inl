@@ -1,6 +1,6 @@
 // The portable flash-attention tile, written as plain loops over the query lanes so the compiler
 // vectorises them for whatever ISA the including file is built for. Included, inside a namespace,
-// by attention.cpp (scalar: baseline x86-64 / any CPU) and attention_avx2.cpp (AVX2 + FMA).
+// by attention.cpp (scalar: baseline x86-64 / any CPU).
 // Layout and algorithm: see attention.cpp.
 #pragma once
 

@@ -29,7 +29,8 @@ IsaKernels isa_kernels(CpuIsa isa) {
     return {avx512::linear_kernels, avx512::gelu_tanh,           avx512::silu,
             avx512::gelu_erf,       avx512::attention_pack_head, avx512::attention_tile};
   if (isa == CpuIsa::kAvx2)
-    return {avx2::linear_kernels, avx2::gelu_tanh, avx2::silu, avx2::gelu_erf, nullptr, avx2::attention_tile};
+    return {avx2::linear_kernels,      avx2::gelu_tanh, avx2::silu, avx2::gelu_erf, avx2::attention_pack_head,
+            avx2::attention_tile};
 #endif
   return {scalar::linear_kernels, scalar::gelu_tanh, scalar::silu, scalar::gelu_erf, nullptr, scalar::attention_tile};
 }

@@ -67,6 +67,7 @@ namespace avx2 {
 LinearKernels linear_kernels(DType dtype);
 void gelu_tanh(float* x, int64_t n);
 void silu(float* x, int64_t n);
+void attention_pack_head(const AttentionArgs& a, int64_t bh, float* scratch);
 void attention_tile(const AttentionArgs& a, int64_t item, float* scratch);
 }  // namespace avx2
 
