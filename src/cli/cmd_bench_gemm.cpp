@@ -66,24 +66,29 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
   if (type == "bf16-onednn") {
 #if defined(QUILL_HAVE_DNNL)
     using namespace dnnl;
-    engine eng(engine::kind::cpu, 0);
-    stream st(eng);
-    memory::desc a_md({M, K}, memory::data_type::bf16, memory::format_tag::ab);
-    memory::desc b_md({K, N}, memory::data_type::bf16, memory::format_tag::ba);  // W [N, K] read as W^T
-    memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-    std::vector<uint16_t> xb(x.size()), wb(w.size());
-    for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
-    for (size_t i = 0; i < w.size(); ++i) wb[i] = f32_to_bf16(w[i]);
-    memory a_m(a_md, eng, xb.data()), b_m(b_md, eng, wb.data()), c_m(c_md, eng, y.data());
+    try {  // oneDNN throws where the CPU has no bf16 matmul (AVX2 without AVX512_BF16)
+      engine eng(engine::kind::cpu, 0);
+      stream st(eng);
+      memory::desc a_md({M, K}, memory::data_type::bf16, memory::format_tag::ab);
+      memory::desc b_md({K, N}, memory::data_type::bf16, memory::format_tag::ba);  // W [N, K] read as W^T
+      memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+      std::vector<uint16_t> xb(x.size()), wb(w.size());
+      for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
+      for (size_t i = 0; i < w.size(); ++i) wb[i] = f32_to_bf16(w[i]);
+      memory a_m(a_md, eng, xb.data()), b_m(b_md, eng, wb.data()), c_m(c_md, eng, y.data());
 #if DNNL_VERSION_MAJOR >= 3
-    matmul mm(matmul::primitive_desc(eng, a_md, b_md, c_md));
+      matmul mm(matmul::primitive_desc(eng, a_md, b_md, c_md));
 #else
-    matmul mm(matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), eng));
+      matmul mm(matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), eng));
 #endif
-    return median_seconds(reps, [&] {
-      mm.execute(st, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, b_m}, {DNNL_ARG_DST, c_m}});
-      st.wait();
-    });
+      return median_seconds(reps, [&] {
+        mm.execute(st, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, b_m}, {DNNL_ARG_DST, c_m}});
+        st.wait();
+      });
+    } catch (const dnnl::error& e) {
+      *why = std::string("oneDNN: ") + e.what();
+      return -1;
+    }
 #else
     *why = "built without oneDNN";
     return -1;
@@ -129,8 +134,8 @@ int run(const Options& o) {
   cpu::ensure_blas_core();  // before the first BLAS call, as the engine does
   const std::string blas = cpu::blas_core_name(), blas_switch = cpu::blas_core_switch();
   if (!o.json)
-    std::printf("threads %d, isa %s, openblas core %s%s, reps %d (median)\n%-14s %6s %6s %6s %10s %10s %9s\n",
-                threads, cpu_isa_name(cpu_isa()), blas.empty() ? "-" : blas.c_str(),
+    std::printf("threads %d, isa %s, openblas core %s%s, reps %d (median)\n%-14s %6s %6s %6s %10s %10s %9s\n", threads,
+                cpu_isa_name(cpu_isa()), blas.empty() ? "-" : blas.c_str(),
                 blas_switch.empty() ? "" : (" (" + blas_switch + ")").c_str(), o.reps, "type", "M", "K", "N", "ms",
                 "GFLOP/s", "x sgemm");
   for (int64_t M : o.m)
