@@ -278,7 +278,7 @@ QuantMode quant_mode_for(DType dtype) {
     static std::once_flag warned;
     std::call_once(warned, [v] { log_warn("QUILL_TERNARY_MODE='", v, "' is neither 'a8' nor 'exact'; using the defaults"); });
   }
-  // A8 only where it has a kernel (VNNI or AMX): the scalar A8 reference is slower than exact.
+  // A8 only where it has a kernel (AVX2, VNNI or AMX): the scalar A8 reference is slower than exact.
   const bool a8_kernel =
       cpu::kernel_table().quant.plan[size_t(DType::kTQ2_0_G128)][size_t(QuantMode::kA8)].kernels != nullptr;
   return dtype == DType::kTQ2_0_G128 && a8_kernel ? QuantMode::kA8 : QuantMode::kExact;

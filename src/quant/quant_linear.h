@@ -41,7 +41,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
 
 // The mode a model's linear with weights of `dtype` runs in: QUILL_TERNARY_MODE=a8 or =exact
 // chooses for every quantized type; unset, tq2_0_g128 runs A8 where the CPU has an int8 kernel for
-// it (AVX-512 VNNI or AMX; ternary models are trained with int8 activations, BitNet-style;
+// it (AVX-512 VNNI, AMX or AVX2; ternary models are trained with int8 activations, BitNet-style;
 // docs/FORMATS.md has the measurements behind this default) and every other type exact.
 QuantMode quant_mode_for(DType dtype);
 
