@@ -59,6 +59,9 @@ struct KernelSet {
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);
 // Scalar: row n of W, elements [k0, k0 + len) (block-aligned) decoded exactly to f32.
 void decode_row_chunk_f32(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out);
+// The kI8 panel of tq2_0_g128 rows [n0, n0 + rows), `nr` columns wide (zero-padded past rows):
+// shared by the AVX-512 (nr 32) and AVX2 (nr 16) kernels, built without ISA flags.
+void decode_i8_tq2_panel(const WeightView& w, int64_t n0, int64_t rows, int nr, uint8_t* panel);
 // Scalar activation preparation (the reference numerics).
 void prep_i8_rows(const float* x, int64_t rows, int64_t K, uint8_t* out, float* scale);
 void prep_bf16_rows(const float* x, int64_t rows, int64_t K, uint16_t* out);

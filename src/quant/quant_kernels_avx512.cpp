@@ -5,7 +5,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -132,56 +131,9 @@ void decode_bf16_pairs(const WeightView& w, int64_t n0, int64_t rows, uint8_t* p
   }
 }
 
-// int8 quads: panel[k/4][r] = the 4 signed weights k..k+3 of row r; then scales, then correction.
-struct Tq2Quads {
-  std::array<uint32_t, 256> word;  // a code byte -> 4 int8 values
-  std::array<int8_t, 256> sum;     // a code byte -> sum of its 4 values
-  Tq2Quads() {
-    for (int v = 0; v < 256; ++v) {
-      uint32_t wd = 0;
-      int s = 0;
-      for (int j = 0; j < 4; ++j) {
-        const int x = tq2_code_value((unsigned(v) >> (2 * j)) & 3u);
-        wd |= uint32_t(uint8_t(int8_t(x))) << (8 * j);
-        s += x;
-      }
-      word[size_t(v)] = wd;
-      sum[size_t(v)] = int8_t(s);
-    }
-  }
-};
-const Tq2Quads& tq2_quads() {
-  static const Tq2Quads t;
-  return t;
-}
-
+// int8 quads, then scales, then correction (quant_kernels.h).
 void decode_i8_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
-  const int64_t K = w.K, G = kTq2BlockSize, ng = K / G;
-  auto* codes = reinterpret_cast<uint32_t*>(panel);
-  float* d = reinterpret_cast<float*>(panel + K * kNr);
-  float* c = d + ng * kNr;
-  const Tq2Quads& lut = tq2_quads();
-  for (int64_t r = 0; r < kNr; ++r) {
-    if (r >= rows) {
-      for (int64_t q = 0; q < K / 4; ++q) codes[q * kNr + r] = 0;
-      for (int64_t g = 0; g < ng; ++g) d[g * kNr + r] = 0.0f;
-      c[r] = 0.0f;
-      continue;
-    }
-    const auto* blk = reinterpret_cast<const BlockTq2*>(w.data + (n0 + r) * w.row_bytes);
-    float corr = 0.0f;
-    for (int64_t g = 0; g < ng; ++g) {
-      int s = 0;
-      for (int b = 0; b < 32; ++b) {
-        codes[(g * 32 + b) * kNr + r] = lut.word[blk[g].qs[b]];
-        s += lut.sum[blk[g].qs[b]];
-      }
-      const float dg = f16_to_f32(blk[g].d);
-      d[g * kNr + r] = dg;
-      corr += dg * float(128 * s);
-    }
-    c[r] = corr;
-  }
+  decode_i8_tq2_panel(w, n0, rows, kNr, panel);
 }
 
 void decode_i8_q8(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {

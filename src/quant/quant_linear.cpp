@@ -3,6 +3,7 @@
 #include "quant/onednn_bf16.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -100,6 +101,58 @@ void detail::decode_row_chunk_f32(const WeightView& w, int64_t n, int64_t k0, in
     default:
       convert_to_f32(w.dtype, p, out, len);
       break;
+  }
+}
+
+namespace {
+// A tq2 code byte -> its 4 weights as int8, and their sum.
+struct Tq2Quads {
+  std::array<uint32_t, 256> word;
+  std::array<int8_t, 256> sum;
+  Tq2Quads() {
+    for (int v = 0; v < 256; ++v) {
+      uint32_t wd = 0;
+      int s = 0;
+      for (int j = 0; j < 4; ++j) {
+        const int x = tq2_code_value((unsigned(v) >> (2 * j)) & 3u);
+        wd |= uint32_t(uint8_t(int8_t(x))) << (8 * j);
+        s += x;
+      }
+      word[size_t(v)] = wd;
+      sum[size_t(v)] = int8_t(s);
+    }
+  }
+};
+}  // namespace
+
+// int8 quads: panel[k/4][r] = the 4 signed weights k..k+3 of row r; then the group scales d[g][r],
+// then the correction c[r] = 128 * sum_g d_g * sum_{k in g} w[k] for u8 = q + 128 activations.
+void detail::decode_i8_tq2_panel(const WeightView& w, int64_t n0, int64_t rows, int nr, uint8_t* panel) {
+  static const Tq2Quads lut;
+  const int64_t K = w.K, ng = K / kTq2BlockSize;
+  auto* codes = reinterpret_cast<uint32_t*>(panel);
+  float* d = reinterpret_cast<float*>(panel + K * nr);
+  float* c = d + ng * nr;
+  for (int64_t r = 0; r < nr; ++r) {
+    if (r >= rows) {
+      for (int64_t q = 0; q < K / 4; ++q) codes[q * nr + r] = 0;
+      for (int64_t g = 0; g < ng; ++g) d[g * nr + r] = 0.0f;
+      c[r] = 0.0f;
+      continue;
+    }
+    const auto* blk = reinterpret_cast<const BlockTq2*>(w.data + (n0 + r) * w.row_bytes);
+    float corr = 0.0f;
+    for (int64_t g = 0; g < ng; ++g) {
+      int s = 0;
+      for (int b = 0; b < 32; ++b) {
+        codes[(g * 32 + b) * nr + r] = lut.word[blk[g].qs[b]];
+        s += lut.sum[blk[g].qs[b]];
+      }
+      const float dg = f16_to_f32(blk[g].d);
+      d[g * nr + r] = dg;
+      corr += dg * float(128 * s);
+    }
+    c[r] = corr;
   }
 }
 

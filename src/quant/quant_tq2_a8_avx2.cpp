@@ -10,7 +10,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -27,51 +26,8 @@ constexpr int kG = kTq2BlockSize;  // 128
 // sums in memory to fit 4-6 rows measured slower (1.5-1.9x sgemm against 2.0-2.7x).
 constexpr int kMr = 3;
 
-struct Tq2Quads {
-  std::array<uint32_t, 256> word;  // a code byte -> its 4 weights as int8
-  std::array<int8_t, 256> sum;     // a code byte -> the sum of its 4 weights
-  Tq2Quads() {
-    for (int v = 0; v < 256; ++v) {
-      uint32_t wd = 0;
-      int s = 0;
-      for (int j = 0; j < 4; ++j) {
-        const int x = tq2_code_value((unsigned(v) >> (2 * j)) & 3u);
-        wd |= uint32_t(uint8_t(int8_t(x))) << (8 * j);
-        s += x;
-      }
-      word[size_t(v)] = wd;
-      sum[size_t(v)] = int8_t(s);
-    }
-  }
-};
-
 void decode_i8_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
-  static const Tq2Quads lut;
-  const int64_t K = w.K, ng = K / kG;
-  auto* codes = reinterpret_cast<uint32_t*>(panel);
-  float* d = reinterpret_cast<float*>(panel + K * kNr);
-  float* c = d + ng * kNr;
-  for (int64_t r = 0; r < kNr; ++r) {
-    if (r >= rows) {
-      for (int64_t q = 0; q < K / 4; ++q) codes[q * kNr + r] = 0;
-      for (int64_t g = 0; g < ng; ++g) d[g * kNr + r] = 0.0f;
-      c[r] = 0.0f;
-      continue;
-    }
-    const auto* blk = reinterpret_cast<const BlockTq2*>(w.data + (n0 + r) * w.row_bytes);
-    float corr = 0.0f;
-    for (int64_t g = 0; g < ng; ++g) {
-      int s = 0;
-      for (int b = 0; b < 32; ++b) {
-        codes[(g * 32 + b) * kNr + r] = lut.word[blk[g].qs[b]];
-        s += lut.sum[blk[g].qs[b]];
-      }
-      const float dg = f16_to_f32(blk[g].d);
-      d[g * kNr + r] = dg;
-      corr += dg * float(128 * s);
-    }
-    c[r] = corr;
-  }
+  decode_i8_tq2_panel(w, n0, rows, kNr, panel);
 }
 
 inline __m256i lane_mask(int64_t valid) {
