@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/cpu/blas_core.h"
+#include "backend/cpu/ops.h"
 #include "cli/command.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -93,6 +94,16 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
     *why = "built without oneDNN";
     return -1;
 #endif
+  }
+  if (type == "f16-decode" || type == "bf16-decode") {  // cpu::linear: f32 panels decoded, then OpenBLAS sgemm
+    auto q = quant::quantize_tensor(Tensor(const_cast<float*>(w.data()), DType::kF32, Shape{N, K}),
+                                    type == "f16-decode" ? DType::kF16 : DType::kBF16);
+    if (!q.is_ok()) {
+      *why = q.status().to_string();
+      return -1;
+    }
+    std::vector<float> scratch(cpu::linear_scratch_floats(*q, pool));
+    return median_seconds(reps, [&] { cpu::linear(x.data(), M, *q, nullptr, y.data(), scratch.data(), pool); });
   }
   DType dt;
   quant::QuantMode mode = quant::QuantMode::kA8;
@@ -183,7 +194,8 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--k", o->k, "Input features (list)")->delimiter(',');
   sub.add_option("--n", o->n, "Output features (list)")->delimiter(',');
   sub.add_option("--types", o->types,
-                 "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), bf16 (bf16 activations), f16")
+                 "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), bf16 (bf16 activations), f16 (fused "
+                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm)")
       ->delimiter(',');
   sub.add_option("--threads", o->threads, "Threads (default: QUILL_THREADS or all cores)");
   sub.add_option("--reps", o->reps, "Timed runs per type (median reported)")->capture_default_str();

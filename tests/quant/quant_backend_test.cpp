@@ -110,6 +110,53 @@ TEST(QuantBackend, TernaryExactOverSeveralPasses) {
   EXPECT_LE(rel_err(y, ref), 2e-6);
 }
 
+// bf16 weights take bf16 activations under QUILL_TERNARY_MODE=a8 only where quant_linear has a
+// kernel for them (AVX-512 / oneDNN); elsewhere (AVX2, scalar) they stay on f32 panels + sgemm,
+// bit for bit the exact route. Scratch sized with the mode unset serves either route.
+TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
+  ThreadPool pool(2);
+  CpuBackend cpu(pool);
+  Dispatcher disp(&cpu);
+  const int64_t M = 300, K = 256, N = 40;
+  std::vector<float> wf = random_normal(size_t(N * K), 10, 0.05f, 0.0f);
+  auto w = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{N, K}), DType::kBF16);
+  ASSERT_TRUE(w.is_ok());
+  auto deq = quant::dequantize_tensor(*w);
+  ASSERT_TRUE(deq.is_ok());
+  size_t floats = 0;
+  {
+    const test::ScopedEnv unset("QUILL_TERNARY_MODE", "");
+    floats = op_linear_scratch_floats(*w, pool);
+  }
+  std::vector<float> scratch(floats);
+  OpScratch s;
+  s.linear = scratch.data();
+  s.linear_floats = floats;
+  disp.set_scratch(s);
+  const std::vector<float> x = random_normal(size_t(M * K), 11), bias = random_normal(size_t(N), 12);
+  std::vector<float> exact = nan_filled(size_t(M * N)), a8 = nan_filled(size_t(M * N)), f32 = nan_filled(size_t(M * N));
+  ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), f32.data()).is_ok());
+  {
+    const test::ScopedEnv mode("QUILL_TERNARY_MODE", "exact");
+    ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), exact.data()).is_ok());
+  }
+  const test::ScopedEnv mode("QUILL_TERNARY_MODE", "a8");
+  ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), a8.data()).is_ok());
+  EXPECT_LE(rel_err(exact, f32), 1e-5);
+  EXPECT_LE(rel_err(a8, f32), 1e-2);  // activations rounded to bf16
+  const auto& plan = cpu::kernel_table().quant.plan[size_t(DType::kBF16)][size_t(quant::QuantMode::kA8)];
+  if (plan.kernels) {
+    std::vector<uint8_t> qs(quant::quant_linear_scratch_bytes(M, *w, quant::QuantMode::kA8, pool));
+    std::vector<float> ref = nan_filled(size_t(M * N));
+    ASSERT_TRUE(quant::quant_linear(x.data(), M, *w, nullptr, bias.data(), ref.data(), qs.data(),
+                                    quant::QuantMode::kA8, pool).is_ok());
+    EXPECT_EQ(a8, ref);
+    EXPECT_NE(a8, exact);
+  } else {
+    EXPECT_EQ(a8, exact);
+  }
+}
+
 TEST(QuantBackend, ScratchTooSmallIsAnError) {
   ThreadPool pool(1);
   CpuBackend cpu(pool);
