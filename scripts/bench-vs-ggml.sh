@@ -25,7 +25,7 @@ for r in $(seq "$ROUNDS"); do
       sed -nE "s/.*MUL_MAT\(type_a=$t,.* ([0-9.]+) GFLOPS.*/ggml $t \1/p" >> "$out/ggml"
   done
   "$QUILL" bench-gemm --m "$N" --k "$K" --n "$M" --reps 3 --json \
-    --types f32-openblas f16 bf16 bf16-onednn q8_0 tq2-a8 tq2-exact > "$out/quill_$r.json"
+    --types f32-openblas f16 f16-decode bf16 bf16-decode bf16-onednn q8_0 tq2-a8 tq2-exact > "$out/quill_$r.json"
 done
 python3 - "$out" "$ROUNDS" <<'EOF'
 import json, statistics, sys, glob
@@ -39,7 +39,8 @@ for f in sorted(glob.glob(f"{out}/quill_*.json")):
     for row in json.load(open(f)):
         q.setdefault(row["type"], []).append(row["gflops"])
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-pairs = [("f32", "f32-openblas"), ("f16", "f16"), ("bf16", "bf16-onednn"), ("bf16", "bf16"), ("q8_0", "q8_0"),
+pairs = [("f32", "f32-openblas"), ("f16", "f16"), ("f16", "f16-decode"), ("bf16", "bf16-onednn"), ("bf16", "bf16"),
+         ("bf16", "bf16-decode"), ("q8_0", "q8_0"),
          ("tq2_0", "tq2-a8"), ("tq2_0", "tq2-exact")]
 print(f"GFLOP/s, median of {rounds} rounds (each ggml figure is its own mean over its runs)")
 print(f"{'ggml type':10s} {'ggml':>8s}   {'Quill type':14s} {'Quill':>8s}  Quill/ggml")

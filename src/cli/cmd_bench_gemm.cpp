@@ -1,4 +1,5 @@
-// `quill bench-gemm`: GFLOP/s of linear (y = x W^T) by weight type, against OpenBLAS sgemm and
+// `quill bench-gemm`: GFLOP/s of linear (y = x W^T) by weight type (quant_linear's kernels, and with
+// `-decode` the f32-panel + sgemm route the op layer gives f16 / bf16 weights), against OpenBLAS sgemm and
 // oneDNN's bf16 matmul measured in the same run. Medians over --reps runs after one warm-up.
 #include <algorithm>
 #include <chrono>
@@ -31,7 +32,7 @@ namespace {
 
 struct Options {
   std::vector<int64_t> m{1024}, k{3072}, n{3072};
-  std::vector<std::string> types{"f32-openblas", "bf16-onednn", "tq2-exact", "tq2-a8", "q8_0", "bf16", "f16"};
+  std::vector<std::string> types{"f32-openblas", "bf16-onednn", "tq2-exact", "tq2-a8", "q8_0", "bf16", "f16", "f16-decode"};
   int threads = 0;
   int reps = 5;
   bool json = false;
