@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "backend/cpu/kernel_table.h"
+#include "core/cpu_features.h"
 #include "core/log.h"
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
@@ -324,16 +325,25 @@ bool quant_linear_supports(DType d) {
 
 QuantMode quant_mode_for(DType dtype) {
   // Read per call (a getenv next to a GEMM), so a test or tool may switch it between forwards.
+  // A8 only where this CPU level has a kernel for it (tq2: AVX2, VNNI or AMX; q8_0 and bf16:
+  // AVX-512): the scalar A8 reference is 5-50x slower than the exact kernels, so even an explicit
+  // request falls back to exact there, with a note.
+  const bool a8_kernel = cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kernels != nullptr;
   const char* v = std::getenv("QUILL_TERNARY_MODE");
-  if (v && std::string_view(v) == "a8") return QuantMode::kA8;
+  if (v && std::string_view(v) == "a8") {
+    if (a8_kernel) return QuantMode::kA8;
+    static std::once_flag noted[size_t(DType::kCount)];
+    std::call_once(noted[size_t(dtype)], [dtype] {
+      log_warn("QUILL_TERNARY_MODE=a8: no A8 kernel for ", dtype_name(dtype), " weights on this CPU (",
+               cpu_isa_name(cpu::kernel_table().isa), "); they run exact");
+    });
+    return QuantMode::kExact;
+  }
   if (v && std::string_view(v) == "exact") return QuantMode::kExact;
   if (v && *v) {
     static std::once_flag warned;
     std::call_once(warned, [v] { log_warn("QUILL_TERNARY_MODE='", v, "' is neither 'a8' nor 'exact'; using the defaults"); });
   }
-  // A8 only where it has a kernel (AVX2, VNNI or AMX): the scalar A8 reference is slower than exact.
-  const bool a8_kernel =
-      cpu::kernel_table().quant.plan[size_t(DType::kTQ2_0_G128)][size_t(QuantMode::kA8)].kernels != nullptr;
   return dtype == DType::kTQ2_0_G128 && a8_kernel ? QuantMode::kA8 : QuantMode::kExact;
 }
 

@@ -68,7 +68,9 @@ TEST(QuantBackend, ModeDefaultsAndOverride) {
   const bool avx512 = cpu_hardware_isa() == CpuIsa::kAvx512;
   for (const char* env : {"", "fast"}) {
     const test::ScopedEnv set("QUILL_TERNARY_MODE", env);
-    if (avx512) EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kA8) << env;
+    if (avx512) {
+      EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kA8) << env;
+    }
     EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kExact);
     EXPECT_EQ(quant::quant_mode_for(DType::kF16), quant::QuantMode::kExact);
   }
@@ -81,8 +83,18 @@ TEST(QuantBackend, ModeDefaultsAndOverride) {
     const test::ScopedEnv set("QUILL_TERNARY_MODE", "exact");
     EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kExact);
   }
+  // An explicit a8 is honoured where an A8 kernel runs the type, and falls back to exact where
+  // only the (5-50x slower) scalar reference would.
   const test::ScopedEnv set("QUILL_TERNARY_MODE", "a8");
-  EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kA8);
+  for (DType d : {DType::kTQ2_0_G128, DType::kQ8_0, DType::kBF16}) {
+    const bool kernel = cpu::kernel_table().quant.plan[size_t(d)][size_t(quant::QuantMode::kA8)].kernels != nullptr;
+    EXPECT_EQ(quant::quant_mode_for(d), kernel ? quant::QuantMode::kA8 : quant::QuantMode::kExact) << dtype_name(d);
+  }
+  if (avx512) {
+    EXPECT_EQ(quant::quant_mode_for(DType::kQ8_0), quant::QuantMode::kA8);
+  }
+  const testing_ops::IsaScope scalar(cpu::kernel_table_for(CpuIsa::kScalar));
+  EXPECT_EQ(quant::quant_mode_for(DType::kTQ2_0_G128), quant::QuantMode::kExact);
 }
 
 // The exact kernel over several row passes (its pass is kQuantMChunk / 3 rows) with scratch sized
@@ -111,8 +123,8 @@ TEST(QuantBackend, TernaryExactOverSeveralPasses) {
 }
 
 // bf16 weights take bf16 activations under QUILL_TERNARY_MODE=a8 only where quant_linear has a
-// kernel for them (AVX-512 / oneDNN); elsewhere (AVX2, scalar) they stay on f32 panels + sgemm,
-// bit for bit the exact route. Scratch sized with the mode unset serves either route.
+// kernel for them (AVX-512 / oneDNN); elsewhere (AVX2, scalar) quant_mode_for keeps them exact and
+// they stay on f32 panels + sgemm, bit for bit the exact route. Scratch sized with the mode unset serves either route.
 TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
   ThreadPool pool(2);
   CpuBackend cpu(pool);

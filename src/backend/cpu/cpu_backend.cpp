@@ -7,7 +7,6 @@
 #include "backend/cpu/conv2d.h"
 #include "backend/cpu/gelu_erf.h"
 #include "backend/cpu/group_norm.h"
-#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/resize_bicubic.h"
 #include "backend/cpu/spatial_attention.h"
@@ -17,12 +16,10 @@
 namespace quill {
 
 namespace {
-// bf16 weights with bf16 activations (QUILL_TERNARY_MODE=a8) where a kernel for them exists
-// (AVX-512, oneDNN's matmul with AVX512_BF16 / AMX). Without one (AVX2) quant_linear would fall
-// back to its scalar reference, 50x slower than f32 panels + sgemm, so the mode is not honoured.
+// bf16 weights with bf16 activations (QUILL_TERNARY_MODE=a8), which quant_mode_for grants only
+// where a kernel runs them (AVX-512; oneDNN's matmul with AVX512_BF16 / AMX).
 bool bf16_activations(const Tensor& W) {
-  return W.dtype() == DType::kBF16 && quant::quant_mode_for(DType::kBF16) == quant::QuantMode::kA8 &&
-         cpu::kernel_table().quant.plan[size_t(DType::kBF16)][size_t(quant::QuantMode::kA8)].kernels != nullptr;
+  return W.dtype() == DType::kBF16 && quant::quant_mode_for(DType::kBF16) == quant::QuantMode::kA8;
 }
 
 // Block-quantized and row-scaled (fp8) weights go through quant_linear, bf16 ones in A8 mode too.
