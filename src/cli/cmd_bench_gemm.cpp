@@ -114,6 +114,8 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
     dt = DType::kTQ2_0_G128;
   else if (type == "q8_0")
     dt = DType::kQ8_0;
+  else if (type == "q8_0-exact")
+    dt = DType::kQ8_0, mode = quant::QuantMode::kExact;
   else if (type == "bf16")
     dt = DType::kBF16;
   else if (type == "f16")
@@ -195,7 +197,7 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--k", o->k, "Input features (list)")->delimiter(',');
   sub.add_option("--n", o->n, "Output features (list)")->delimiter(',');
   sub.add_option("--types", o->types,
-                 "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), bf16 (bf16 activations), f16 (fused "
+                 "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), q8_0-exact, bf16 (bf16 activations), f16 (fused "
                  "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm)")
       ->delimiter(',');
   sub.add_option("--threads", o->threads, "Threads (default: QUILL_THREADS or all cores)");

@@ -328,10 +328,12 @@ QuantMode quant_mode_for(DType dtype) {
   // A8 only where this CPU level has a kernel for it (tq2: AVX2, VNNI or AMX; q8_0 and bf16:
   // AVX-512): the scalar A8 reference is 5-50x slower than the exact kernels, so even an explicit
   // request falls back to exact there, with a note.
-  const bool a8_kernel = cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kernels != nullptr;
+  const QuantPlan& a8_plan = cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)];
+  const bool a8_kernel = a8_plan.kernels != nullptr;
   const char* v = std::getenv("QUILL_TERNARY_MODE");
   if (v && std::string_view(v) == "a8") {
     if (a8_kernel) return QuantMode::kA8;
+    if (a8_plan.kind == PanelKind::kF32) return QuantMode::kExact;  // no A8 numerics for this type (f16, fp8)
     static std::once_flag noted[size_t(DType::kCount)];
     std::call_once(noted[size_t(dtype)], [dtype] {
       log_warn("QUILL_TERNARY_MODE=a8: no A8 kernel for ", dtype_name(dtype), " weights on this CPU (",

@@ -39,10 +39,12 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
                     void* scratch, QuantMode mode, ThreadPool& pool);
 
-// The mode a model's linear with weights of `dtype` runs in: QUILL_TERNARY_MODE=a8 or =exact
-// chooses for every quantized type; unset, tq2_0_g128 runs A8 where the CPU has an int8 kernel for
-// it (AVX-512 VNNI, AMX or AVX2; ternary models are trained with int8 activations, BitNet-style;
-// docs/FORMATS.md has the measurements behind this default) and every other type exact.
+// The mode a model's linear with weights of `dtype` runs in: QUILL_TERNARY_MODE=exact chooses exact
+// for every type, =a8 chooses A8 (int8 activations for tq2_0_g128 / q8_0, bf16 ones for bf16) for
+// every type the CPU level has an A8 kernel for, the rest exact; unset, tq2_0_g128 runs A8 where
+// the CPU has an int8 kernel for it (AVX-512 VNNI, AMX or AVX2; ternary models are trained with int8
+// activations, BitNet-style; docs/FORMATS.md has the measurements behind this default) and every
+// other type exact.
 QuantMode quant_mode_for(DType dtype);
 
 }  // namespace quill::quant

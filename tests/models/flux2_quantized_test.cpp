@@ -12,9 +12,11 @@
 #include <regex>
 
 #include "io/io_test_util.h"
+#include "backend/cpu/kernel_table.h"
 #include "io/safetensors.h"
 #include "models/flux2_transformer.h"
 #include "quant/formats.h"
+#include "quant/quant_linear.h"
 #include "quant/quantize_model.h"
 #include "runtime/engine.h"
 #include "support/test_util.h"
@@ -163,7 +165,10 @@ TEST(Flux2Quantized, ExactTernaryEqualsDequantizedF32AndA8IsClose) {
   std::printf("[ quantized ] flux2/q128 tq2_0_g128 A8 vs exact: cosine %.6f rel %.3e\n", a8_cos,
               test::rel_l2(*a8, *exact));
   EXPECT_GE(a8_cos, 0.999);
-  EXPECT_GT(test::rel_l2(*a8, *exact), 1e-6);  // the int8-activation kernel really ran
+  // the int8-activation kernel really ran (where this CPU level has one; elsewhere a8 runs exact)
+  if (cpu::kernel_table().quant.plan[size_t(DType::kTQ2_0_G128)][size_t(quant::QuantMode::kA8)].kernels) {
+    EXPECT_GT(test::rel_l2(*a8, *exact), 1e-6);
+  }
 }
 
 TEST(Flux2Quantized, EveryTypeRunsAndIsCloseToF32) {

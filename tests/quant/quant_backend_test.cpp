@@ -65,7 +65,7 @@ TEST(QuantBackend, Q8ExactMatchesDequantizedLinear) { check(DType::kQ8_0, nullpt
 // kernel exists (on AVX-512 hardware it always does), every other type to exact;
 // QUILL_TERNARY_MODE=a8|exact overrides both, anything else keeps the defaults.
 TEST(QuantBackend, ModeDefaultsAndOverride) {
-  const bool avx512 = cpu_hardware_isa() == CpuIsa::kAvx512;
+  const bool avx512 = cpu::kernel_table().isa == CpuIsa::kAvx512;
   for (const char* env : {"", "fast"}) {
     const test::ScopedEnv set("QUILL_TERNARY_MODE", env);
     if (avx512) {
@@ -135,37 +135,42 @@ TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
   ASSERT_TRUE(w.is_ok());
   auto deq = quant::dequantize_tensor(*w);
   ASSERT_TRUE(deq.is_ok());
-  size_t floats = 0;
-  {
-    const test::ScopedEnv unset("QUILL_TERNARY_MODE", "");
-    floats = op_linear_scratch_floats(*w, pool);
-  }
-  std::vector<float> scratch(floats);
-  OpScratch s;
-  s.linear = scratch.data();
-  s.linear_floats = floats;
-  disp.set_scratch(s);
   const std::vector<float> x = random_normal(size_t(M * K), 11), bias = random_normal(size_t(N), 12);
-  std::vector<float> exact = nan_filled(size_t(M * N)), a8 = nan_filled(size_t(M * N)), f32 = nan_filled(size_t(M * N));
-  ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), f32.data()).is_ok());
-  {
-    const test::ScopedEnv mode("QUILL_TERNARY_MODE", "exact");
-    ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), exact.data()).is_ok());
-  }
-  const test::ScopedEnv mode("QUILL_TERNARY_MODE", "a8");
-  ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), a8.data()).is_ok());
-  EXPECT_LE(rel_err(exact, f32), 1e-5);
-  EXPECT_LE(rel_err(a8, f32), 1e-2);  // activations rounded to bf16
-  const auto& plan = cpu::kernel_table().quant.plan[size_t(DType::kBF16)][size_t(quant::QuantMode::kA8)];
-  if (plan.kernels) {
-    std::vector<uint8_t> qs(quant::quant_linear_scratch_bytes(M, *w, quant::QuantMode::kA8, pool));
-    std::vector<float> ref = nan_filled(size_t(M * N));
-    ASSERT_TRUE(quant::quant_linear(x.data(), M, *w, nullptr, bias.data(), ref.data(), qs.data(),
-                                    quant::QuantMode::kA8, pool).is_ok());
-    EXPECT_EQ(a8, ref);
-    EXPECT_NE(a8, exact);
-  } else {
-    EXPECT_EQ(a8, exact);
+  for (CpuIsa isa : testing_ops::testable_isas()) {
+    SCOPED_TRACE(cpu_isa_name(isa));
+    const testing_ops::IsaScope level(isa);
+    size_t floats = 0;
+    {
+      const test::ScopedEnv unset("QUILL_TERNARY_MODE", "");
+      floats = op_linear_scratch_floats(*w, pool);
+    }
+    std::vector<float> scratch(floats);
+    OpScratch s;
+    s.linear = scratch.data();
+    s.linear_floats = floats;
+    disp.set_scratch(s);
+    std::vector<float> exact = nan_filled(size_t(M * N)), a8 = nan_filled(size_t(M * N)),
+                       f32 = nan_filled(size_t(M * N));
+    ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), f32.data()).is_ok());
+    {
+      const test::ScopedEnv mode("QUILL_TERNARY_MODE", "exact");
+      ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), exact.data()).is_ok());
+    }
+    const test::ScopedEnv mode("QUILL_TERNARY_MODE", "a8");
+    ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), a8.data()).is_ok());
+    EXPECT_LE(rel_err(exact, f32), 1e-5);
+    EXPECT_LE(rel_err(a8, f32), 1e-2);  // activations rounded to bf16
+    const auto& plan = cpu::kernel_table().quant.plan[size_t(DType::kBF16)][size_t(quant::QuantMode::kA8)];
+    if (plan.kernels) {
+      std::vector<uint8_t> qs(quant::quant_linear_scratch_bytes(M, *w, quant::QuantMode::kA8, pool));
+      std::vector<float> ref = nan_filled(size_t(M * N));
+      ASSERT_TRUE(quant::quant_linear(x.data(), M, *w, nullptr, bias.data(), ref.data(), qs.data(),
+                                      quant::QuantMode::kA8, pool).is_ok());
+      EXPECT_EQ(a8, ref);
+      EXPECT_NE(a8, exact);
+    } else {
+      EXPECT_EQ(a8, exact);
+    }
   }
 }
 

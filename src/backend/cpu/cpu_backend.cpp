@@ -17,9 +17,11 @@ namespace quill {
 
 namespace {
 // bf16 weights with bf16 activations (QUILL_TERNARY_MODE=a8), which quant_mode_for grants only
-// where a kernel runs them (AVX-512; oneDNN's matmul with AVX512_BF16 / AMX).
+// where a kernel runs them (AVX-512; oneDNN's matmul with AVX512_BF16 / AMX). They come in pairs
+// along K, so an odd K stays exact.
 bool bf16_activations(const Tensor& W) {
-  return W.dtype() == DType::kBF16 && quant::quant_mode_for(DType::kBF16) == quant::QuantMode::kA8;
+  return W.dtype() == DType::kBF16 && W.rank() == 2 && W.dim(1) % 2 == 0 &&
+         quant::quant_mode_for(DType::kBF16) == quant::QuantMode::kA8;
 }
 
 // Block-quantized and row-scaled (fp8) weights go through quant_linear, bf16 ones in A8 mode too.
