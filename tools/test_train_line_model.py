@@ -3,7 +3,9 @@
 for (src/pipeline/line_sampler.cpp): at sigma = start the bridge's x_sigma is exactly the sampler's
 first state, start * noise - (1 - start) * glyph; every x_sigma on it lies on one straight line to the
 hand, x_sigma - sigma * v = x0; and Euler steps along the true velocity from the start, on the
-sampler's own schedule, land on the hand. Exit 0 = pass, 77 = skipped (no torch), 1 = fail.
+sampler's own schedule, land on the hand. And --layers' depth growth (grow_depth) keeps the warm
+start's function: the grown model's output equals the shallower one's, while a perturbed identity
+block changes it. Exit 0 = pass, 77 = skipped (no torch), 1 = fail.
 
   python tools/test_train_line_model.py        (CTest runs it as ToolsPython.GlyphBridge)
 """
@@ -14,7 +16,7 @@ from pathlib import Path
 try:
     import torch
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from train_line_model import glyph_bridge
+    from train_line_model import PRESETS, Trainer, glyph_bridge, grow_depth
 except ImportError as e:  # CI images without the tools venv
     print(f"skipped: {e}")
     sys.exit(77)
@@ -49,7 +51,42 @@ def main() -> int:
     for f in failures:
         print("FAIL", f)
     print("glyph bridge:", "ok" if not failures else f"{len(failures)} failures")
+    grow = check_grow_depth()
+    for f in grow:
+        print("FAIL", f)
+    failures += grow
     return 1 if failures else 0
+
+
+def check_grow_depth() -> list[str]:
+    import copy
+    torch.manual_seed(5)
+    small = copy.deepcopy(PRESETS["cpu-small"])
+    small["model"].update(line_height=16, max_line_width=128, num_layers=2, num_attention_heads=2,
+                          attention_head_dim=8, style_dim=96)
+    old = Trainer(small).eval()
+    for p in old.parameters():  # every tensor non-trivial, so a misplaced block shows
+        torch.nn.init.normal_(p, std=0.2)
+    deep = copy.deepcopy(small)
+    deep["model"]["num_layers"] = 4
+    grown = Trainer(deep).eval()
+    fresh = grow_depth(grown, old.state_dict(), 2)
+    failures = [] if fresh == [1, 2] else [f"grow_depth: new blocks {fresh}, expected [1, 2]"]
+    b, w = 2, 48
+    x = torch.randn(b, 1, 16, w)
+    glyph = torch.randn(b, 1, 16, w)
+    style = torch.randn(b, 96)
+    t = torch.tensor([300.0, 900.0])
+    with torch.no_grad():
+        want = old.model(x, glyph, style, t)
+        got = grown.model(x, glyph, style, t)
+        if not torch.allclose(got, want, rtol=1e-5, atol=1e-5):
+            failures.append(f"grow_depth: grown output differs by {float((got - want).abs().max()):.3g}")
+        torch.nn.init.normal_(grown.model.transformer_blocks[1].norm1.linear.weight, std=0.2)
+        if torch.allclose(grown.model(x, glyph, style, t), want, rtol=1e-5, atol=1e-5):
+            failures.append("grow_depth: a non-identity new block did not change the output (test is blind)")
+    print("grow depth:", "ok" if not failures else f"{len(failures)} failures")
+    return failures
 
 
 if __name__ == "__main__":

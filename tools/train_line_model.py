@@ -137,6 +137,33 @@ class Trainer(torch.nn.Module):
         return emb * (~drop).float()[:, None]
 
 
+def grow_depth(net: Trainer, state: dict, old_layers: int) -> list[int]:
+    """Load a shallower model's weights (`state`, old_layers blocks) into the deeper `net` so that it
+    computes the same function: blocks 0 .. old-2 keep their places, the old last block (the one
+    without a context output) becomes the new last, and the blocks between start as identities
+    (adaLN-Zero: their modulation linears are zero, so every gate is 0 and both streams pass
+    unchanged; gradients still reach those linears). Returns the new blocks' indices."""
+    new_layers = net.cfg.num_layers
+    if not 0 < old_layers < new_layers:
+        sys.exit(f"--layers {new_layers}: can only grow a model of fewer layers (it has {old_layers})")
+    old_last = f"model.transformer_blocks.{old_layers - 1}."
+    new_last = f"model.transformer_blocks.{new_layers - 1}."
+    moved = {(new_last + k[len(old_last):] if k.startswith(old_last) else k): v for k, v in state.items()}
+    missing, unexpected = net.load_state_dict(moved, strict=False)
+    fresh = list(range(old_layers - 1, new_layers - 1))
+    prefixes = tuple(f"model.transformer_blocks.{i}." for i in fresh)
+    stray = [k for k in missing if not k.startswith(prefixes)] + list(unexpected)
+    if stray:
+        sys.exit(f"--layers: the warm-start weights do not fit the deeper model: {stray[:5]}")
+    with torch.no_grad():
+        for i in fresh:
+            blk = net.model.transformer_blocks[i]
+            for lin in (blk.norm1.linear, blk.norm1_context.linear):
+                lin.weight.zero_()
+                lin.bias.zero_()
+    return fresh
+
+
 def checkpoint_path(run: str) -> str:
     return os.path.join(run, "checkpoint.pt")
 
@@ -214,6 +241,8 @@ def train(a) -> None:
             preset["model"]["line_height"] = a.line_height
         if a.patch:
             preset["model"]["patch_size"] = a.patch
+        if a.layers:
+            preset["model"]["num_layers"] = a.layers
     data = LineData(a.data)
     init = None
     if a.init and not state:
@@ -229,6 +258,10 @@ def train(a) -> None:
             preset = copy.deepcopy(init["preset"])
         if a.batch:
             preset["batch"] = a.batch
+        if a.layers:
+            if a.init_partial:
+                sys.exit("--layers grows a warm start by whole blocks; it does not combine with --init-partial")
+            preset["model"]["num_layers"] = a.layers
         preset["init"] = {"from": os.path.abspath(a.init), "seen": init["seen"], "elapsed": init["elapsed"],
                           "step": init["step"], "prior": init["preset"].get("init")}
         if "cpu_seconds" in init:
@@ -253,6 +286,11 @@ def train(a) -> None:
         net.load_state_dict(fits, strict=False)
         preset["init"]["partial"] = sorted(set(own) - set(fits))
         print(f"partial warm start: {len(fits)} of {len(own)} tensors, new: {preset['init']['partial']}", flush=True)
+    elif init and net.cfg.num_layers != init["preset"]["model"]["num_layers"]:
+        fresh = grow_depth(net, init["ema"], init["preset"]["model"]["num_layers"])
+        preset["init"]["grown"] = {"from_layers": init["preset"]["model"]["num_layers"], "identity_blocks": fresh}
+        print(f"grown from {init['preset']['model']['num_layers']} to {net.cfg.num_layers} layers: "
+              f"blocks {fresh} start as identities", flush=True)
     elif init:
         net.load_state_dict(init["ema"])
     ema = copy.deepcopy(net).eval().requires_grad_(False)
@@ -450,6 +488,9 @@ def main() -> None:
                          "the process is stopped (SIGSTOP) or waits for cores, so runs on a shared machine compare")
     ap.add_argument("--line-height", type=int, default=0, help="override the preset's line height (new runs)")
     ap.add_argument("--patch", type=int, default=0, help="override the preset's patch size (new runs)")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="transformer blocks (new runs); with --init, more than the warm start's grows it by "
+                         "identity blocks before its last, so training starts from the same function")
     ap.add_argument("--autocast", choices=["none", "bf16"], default="none",
                     help="bf16 autocast of the forward on the CPU too (always on CUDA)")
     ap.add_argument("--sigma-weight", type=float, default=0.0,
