@@ -323,17 +323,20 @@ bool quant_linear_supports(DType d) {
   return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
 }
 
+bool has_a8_kernel(DType dtype) {
+  return cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kernels != nullptr;
+}
+
 QuantMode quant_mode_for(DType dtype) {
   // Read per call (a getenv next to a GEMM), so a test or tool may switch it between forwards.
   // A8 only where this CPU level has a kernel for it (tq2: AVX2, VNNI or AMX; q8_0 and bf16:
   // AVX-512): the scalar A8 reference is 5-50x slower than the exact kernels, so even an explicit
   // request falls back to exact there, with a note.
-  const QuantPlan& a8_plan = cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)];
-  const bool a8_kernel = a8_plan.kernels != nullptr;
+  const bool a8_kernel = has_a8_kernel(dtype);
   const char* v = std::getenv("QUILL_TERNARY_MODE");
   if (v && std::string_view(v) == "a8") {
     if (a8_kernel) return QuantMode::kA8;
-    if (a8_plan.kind == PanelKind::kF32) return QuantMode::kExact;  // no A8 numerics for this type (f16, fp8)
+    if (cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kind == PanelKind::kF32) return QuantMode::kExact;  // no A8 numerics for this type (f16, fp8)
     static std::once_flag noted[size_t(DType::kCount)];
     std::call_once(noted[size_t(dtype)], [dtype] {
       log_warn("QUILL_TERNARY_MODE=a8: no A8 kernel for ", dtype_name(dtype), " weights on this CPU (",

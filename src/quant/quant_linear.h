@@ -47,4 +47,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
 // other type exact.
 QuantMode quant_mode_for(DType dtype);
 
+// Whether this CPU's kernel level has an A8 kernel (not only the scalar reference) for `dtype`.
+bool has_a8_kernel(DType dtype);
+
 }  // namespace quill::quant

@@ -87,7 +87,7 @@ TEST(QuantBackend, ModeDefaultsAndOverride) {
   // only the (5-50x slower) scalar reference would.
   const test::ScopedEnv set("QUILL_TERNARY_MODE", "a8");
   for (DType d : {DType::kTQ2_0_G128, DType::kQ8_0, DType::kBF16}) {
-    const bool kernel = cpu::kernel_table().quant.plan[size_t(d)][size_t(quant::QuantMode::kA8)].kernels != nullptr;
+    const bool kernel = quant::has_a8_kernel(d);
     EXPECT_EQ(quant::quant_mode_for(d), kernel ? quant::QuantMode::kA8 : quant::QuantMode::kExact) << dtype_name(d);
   }
   if (avx512) {
@@ -160,8 +160,7 @@ TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
     ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), a8.data()).is_ok());
     EXPECT_LE(rel_err(exact, f32), 1e-5);
     EXPECT_LE(rel_err(a8, f32), 1e-2);  // activations rounded to bf16
-    const auto& plan = cpu::kernel_table().quant.plan[size_t(DType::kBF16)][size_t(quant::QuantMode::kA8)];
-    if (plan.kernels) {
+    if (quant::has_a8_kernel(DType::kBF16)) {
       std::vector<uint8_t> qs(quant::quant_linear_scratch_bytes(M, *w, quant::QuantMode::kA8, pool));
       std::vector<float> ref = nan_filled(size_t(M * N));
       ASSERT_TRUE(quant::quant_linear(x.data(), M, *w, nullptr, bias.data(), ref.data(), qs.data(),

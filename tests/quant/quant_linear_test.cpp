@@ -173,10 +173,11 @@ TEST(QuantLinear, ExactTernaryOnVnniMeetsItsBound) {
         std::vector<float> x = random_normal(size_t(M * K), uint32_t(M * 7 + K + N));
         // max error / max |y| is a matrix-level measure; on a single output it is that dot
         // product's relative error, which cancellation can make large (the bound below covers it).
-        if (M * N >= 32)
+        if (M * N >= 32) {
           EXPECT_LE(rel_err(run(avx512, x, M, w, bias, QuantMode::kExact, pool), gemm_ref(x, w.deq, bias, M, N, K)),
                     2e-6)
               << what << " N(0, 1)";
+        }
         for (size_t i = 0; i < x.size(); i += 97) x[i] *= 1000.0f;
         if (M > 2)
           for (int64_t k = 0; k < K; ++k) {
