@@ -99,6 +99,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--start-sigma", type=float, help="pass --start-sigma to quill line (default: the model's)")
     ap.add_argument("--shift", type=float, help="pass --shift to quill line (default: the model's)")
+    ap.add_argument("--guide-glyph", choices=["on", "off"], help="pass --guide-glyph to quill line (default: the model's)")
     ap.add_argument("--max-chars", type=int, default=32)
     ap.add_argument("--fonts", nargs="*", help="override the font list (file names)")
     ap.add_argument("--align", choices=["char", "line"], default="char", help="ground truth layout, as line_data.py")
@@ -153,6 +154,8 @@ def main() -> None:
             cmd += ["--start-sigma", str(a.start_sigma)]
         if a.shift:
             cmd += ["--shift", str(a.shift)]
+        if a.guide_glyph:
+            cmd += ["--guide-glyph", a.guide_glyph]
         if a.weights != "f32":
             cmd += ["--weights", a.weights, "--ungated"]  # evaluating the variant is what gives it a verdict
         r = subprocess.run(cmd, capture_output=True, text=True)
@@ -224,7 +227,7 @@ def main() -> None:
                   and seen["ink_iou_with_ground_truth"] > seen["ink_iou_with_glyph_line"]
                   and (not clf or seen["font_accuracy_generated"] >= 0.6))
     out = {"model": a.model, "weights": a.weights, "classifier": a.classifier, "steps": a.steps, "cfg": a.cfg, "start_sigma": a.start_sigma or "model default",
-           "shift": a.shift or "model default",
+           "shift": a.shift or "model default", "guide_glyph": a.guide_glyph or "model default",
            "align": a.align, "texts_per_font": a.texts, "summary": summary,
            "fonts": results, "gate_passed": passed, "seconds": round(time.time() - t_start, 1)}
     if a.json:

@@ -8,7 +8,9 @@ Objective (must match Quill's sampler, src/pipeline/line_sampler.cpp):
 Sigma is drawn logit-normal (SD3), with a share (--sigma-uniform) drawn uniformly so that sigma
 near 1, where sampling starts, is trained too. The style embedding is the pooled output of a small
 Dinov2Model (transformers) over the style reference, trained jointly; with probability
---style-dropout it is replaced by zeros, the unconditional input Quill's CFG uses. EMA weights
+--style-dropout it is replaced by zeros, the unconditional input Quill's CFG uses (with
+--glyph-dropout a share of those rows also get a blank glyph line, all -1, for guidance on the
+text as well: sampler.json "guide_glyph"). EMA weights
 are exported. Resumable: --resume continues from <run>/checkpoint.pt.
 
     python tools/line_data.py --quill build/cpu/quill --out /tmp/linedata --samples 40000
@@ -277,7 +279,8 @@ def train(a) -> None:
         preset["style"]["row_height"] = data.height
         preset["train"] = {"autocast": a.autocast, "sigma_weight": a.sigma_weight, "sigma_uniform": a.sigma_uniform,
                            "bridge": a.bridge, "bridge_start": a.bridge_start,
-                           "style_dropout": a.style_dropout, "threads": torch.get_num_threads(),
+                           "style_dropout": a.style_dropout, "glyph_dropout": a.glyph_dropout,
+                           "threads": torch.get_num_threads(),
                            "style_aux": a.style_aux, "fonts": sorted(set(data.font)) if a.style_aux else []}
     net = Trainer(preset).to(device)
     if init and a.init_partial:
@@ -371,6 +374,14 @@ def train(a) -> None:
             xt = torch.where(on.view(b, 1, 1, 1), xb, xt)  # rows off the bridge keep their sigma and x_t
             target = torch.where(on.view(b, 1, 1, 1), tb, target)
         drop = torch.rand(b, device=device) < a.style_dropout
+        if a.glyph_dropout:
+            # A share of the style-dropped rows lose their text too: (zero style, blank glyph line) is
+            # then the unconditional input of guidance on style and content at once (sampler.json
+            # "guide_glyph"). Bridge rows keep theirs: their start is made of the glyph line.
+            blank = drop & (torch.rand(b, device=device) < a.glyph_dropout / a.style_dropout)
+            if a.bridge:
+                blank &= ~on
+            glyph = torch.where(blank.view(b, 1, 1, 1), torch.full_like(glyph, -1.0), glyph)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
             emb = net.style_encoder(pixel_values=style).pooler_output
             v = net.model(xt, glyph, emb * (~drop).to(emb.dtype)[:, None], sigma * 1000.0)
@@ -505,6 +516,10 @@ def main() -> None:
                     help="with --init: keep this run's line height / patch and load only the tensors whose shapes fit "
                          "(the transformer blocks and style encoder; embedders and output projection start new)")
     ap.add_argument("--style-dropout", type=float, default=0.15)
+    ap.add_argument("--glyph-dropout", type=float, default=0.0,
+                    help="share of samples whose glyph line is blanked as well as their style dropped (at most "
+                         "--style-dropout): trains the unconditional input of guidance on content (sampler.json "
+                         "\"guide_glyph\": true)")
     ap.add_argument("--style-aux", type=float, default=0.0,
                     help="weight of an auxiliary font-classification loss on the style embedding (0: off)")
     ap.add_argument("--sigma-uniform", type=float, default=0.3, help="share of sigmas drawn uniformly in [0, 1]")
@@ -528,6 +543,8 @@ def main() -> None:
     else:
         if not a.data or not (a.minutes or a.steps or a.cpu_minutes):
             ap.error("training needs --data and --minutes, --cpu-minutes or --steps")
+        if not 0 <= a.glyph_dropout <= a.style_dropout:
+            ap.error(f"--glyph-dropout must be in [0, --style-dropout = {a.style_dropout}], got {a.glyph_dropout}")
         train(a)
 
 

@@ -52,6 +52,9 @@ struct LineSampling {
   float guidance_scale = 2.0f;  // <= 1: no guidance
   float shift = 1.0f;
   float start_sigma = 1.0f;  // 1: from pure noise; < 1: from the glyph line noised to this sigma
+  // Guidance on the text as well as the style: the unconditional branch also gets a blank glyph
+  // line. Only for models trained for it (train_line_model.py --glyph-dropout; sampler.json "guide_glyph").
+  bool guide_glyph = false;
 };
 
 // The hand to imitate.

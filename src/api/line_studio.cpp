@@ -60,6 +60,7 @@ LineOptions to_line_options(const LineSampling& s, bool clamp_overflow) {
   lo.guidance_scale = s.guidance_scale;
   lo.shift = s.shift;
   lo.start_sigma = s.start_sigma;
+  lo.guide_glyph = s.guide_glyph;
   lo.overflow = clamp_overflow ? OverflowPolicy::kClamp : OverflowPolicy::kError;
   return lo;
 }
@@ -87,6 +88,7 @@ class LineStudioImpl final : public LineStudio {
     defaults_.guidance_scale = d.guidance_scale;
     defaults_.shift = d.shift;
     defaults_.start_sigma = d.start_sigma;
+    defaults_.guide_glyph = d.guide_glyph;
     const std::string hand = model_dir_ + "/style_reference.png";
     // Without an encoder the picture cannot be used, so the model has no default hand to report.
     if (pipe_->style_encoder() && std::ifstream(hand)) default_style_ = hand;

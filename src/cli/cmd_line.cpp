@@ -26,6 +26,7 @@ struct Options {
   int steps = 0, threads = 0, max_batch = 8;  // steps/cfg/shift/start_sigma unset: the model's sampler.json
   float cfg = -1.0f, shift = 0.0f;
   float start_sigma = -1.0f;  // unset: the model's sampler.json, else 1
+  std::string guide_glyph;    // unset: the model's sampler.json, else off
   uint64_t seed = 0;
   bool no_style = false, diag = false, skip_existing = false, ungated = false;
 };
@@ -152,6 +153,7 @@ int run(const Options& o) {
   if (o.cfg >= 0.0f) s.guidance_scale = o.cfg;
   if (o.shift > 0.0f) s.shift = o.shift;
   if (o.start_sigma > 0.0f) s.start_sigma = o.start_sigma;
+  if (!o.guide_glyph.empty()) s.guide_glyph = o.guide_glyph == "on";
   req.sampling = s;
   req.seed = o.seed;
   req.clamp_overflow = o.overflow == "clamp";
@@ -210,6 +212,10 @@ Runner setup(CLI::App& sub) {
                  "1: sample from pure noise; < 1: start from the glyph line noised to this sigma (default: the "
                  "model's sampler.json, else 1)")
       ->check(FiniteRange(kLineStartSigmaRange.lo, kLineStartSigmaRange.hi));
+  sub.add_option("--guide-glyph", o->guide_glyph,
+                 "on: guidance on the text as well as the style (the unconditional branch gets a blank glyph line; "
+                 "for models trained with --glyph-dropout); default: the model's sampler.json, else off")
+      ->check(CLI::IsMember({"on", "off"}));
   sub.add_option("--seed", o->seed, "noise seed (0 .. 2^64 - 1)")->check(Seed64());
   sub.add_option("--overflow", o->overflow, "too-long lines: error, or clamp")
       ->check(CLI::IsMember({"error", "clamp"}));

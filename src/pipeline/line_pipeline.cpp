@@ -36,11 +36,11 @@ Result<LineOptions> line_options_from_json(std::string_view text, const std::str
     return invalid_file("sampler.json must be a JSON object").with_file(path).with_expected_found("object",
                                                                                                    j.type_name());
   // A misspelt key would otherwise be ignored and its default used without a word.
-  static const std::set<std::string> known = {"start_sigma", "guidance_scale", "shift", "steps"};
+  static const std::set<std::string> known = {"start_sigma", "guidance_scale", "shift", "steps", "guide_glyph"};
   for (const auto& [key, value] : j.items())
     if (!known.count(key))
       return invalid_file("sampler.json has an unknown key '", key,
-                          "' (known: start_sigma, guidance_scale, shift, steps)")
+                          "' (known: start_sigma, guidance_scale, shift, steps, guide_glyph)")
           .with_file(path);
   auto number = [&](const char* key, SettingRange r, auto* field) -> Status {
     auto it = j.find(key);
@@ -60,6 +60,12 @@ Result<LineOptions> line_options_from_json(std::string_view text, const std::str
   QUILL_RETURN_IF_ERROR(number("guidance_scale", kLineGuidanceRange, &o.guidance_scale));
   QUILL_RETURN_IF_ERROR(number("shift", kLineShiftRange, &o.shift));
   QUILL_RETURN_IF_ERROR(number("steps", kLineStepsRange, &o.steps));
+  if (auto it = j.find("guide_glyph"); it != j.end()) {
+    if (!it->is_boolean())
+      return invalid_file("sampler.json 'guide_glyph' must be true or false").with_file(path).with_expected_found(
+          "boolean", dump_json(*it));
+    o.guide_glyph = it->get<bool>();
+  }
   return o;
 }
 
@@ -152,6 +158,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
       r.steps = o.steps;
       r.shift = o.shift;
       r.start_sigma = o.start_sigma;
+      r.guide_glyph = o.guide_glyph;
       r.seed = o.seed + start * 7919 + uint64_t(width);
       // A request of several batches plans each width once, at the full batch; the last, smaller
       // batch of a width runs in that plan.
@@ -258,6 +265,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     r.steps = o.steps;
     r.shift = o.shift;
     r.start_sigma = o.start_sigma;
+    r.guide_glyph = o.guide_glyph;
     r.row_seeds = seeds.data();
     r.row_latent_w = padded ? row_w.data() : nullptr;
     if (plan_batch > 0) r.plan_rows = 2 * plan_batch;

@@ -33,6 +33,7 @@ struct LineOptions {
   float guidance_scale = 2.0f;
   float shift = 1.0f;
   float start_sigma = 1.0f;  // < 1: start from the noised glyph line (LineSampleRequest::start_sigma)
+  bool guide_glyph = false;  // LineSampleRequest::guide_glyph
   uint64_t seed = 0;
   OverflowPolicy overflow = OverflowPolicy::kError;
 };
@@ -51,7 +52,8 @@ struct LineTimings {
 };
 
 // The sampling defaults a model folder recommends in its sampler.json ({"start_sigma": s,
-// "guidance_scale": g, "steps": n, "shift": k}, every key optional), over LineOptions' defaults.
+// "guidance_scale": g, "steps": n, "shift": k, "guide_glyph": b}, every key optional), over
+// LineOptions' defaults.
 // No file: the defaults. A malformed file or an out-of-range value: an error naming the file.
 Result<LineOptions> line_options_for_model(const std::string& model_dir);
 // The same from the file's text; `path` names it in messages.

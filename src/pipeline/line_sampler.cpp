@@ -54,9 +54,10 @@ Status line_sample(LineEngine& engine, const LineSampleRequest& r, std::vector<f
   const int64_t MB = guided ? 2 * B : B;
   const int64_t per_glyph = cfg.glyph_channels * Hl * W, S = cfg.style_dim;
 
-  // Batched conditioning: [uncond; cond] when guided. Unconditional style = zeros.
-  std::vector<float> glyphs(static_cast<size_t>(MB * per_glyph)), style(static_cast<size_t>(MB * S), 0.0f);
-  for (int64_t m = 0; m < MB; ++m)
+  // Batched conditioning: [uncond; cond] when guided. Unconditional style = zeros; unconditional
+  // text = the same glyph line, or with guide_glyph a blank one.
+  std::vector<float> glyphs(static_cast<size_t>(MB * per_glyph), -1.0f), style(static_cast<size_t>(MB * S), 0.0f);
+  for (int64_t m = guided && r.guide_glyph ? B : 0; m < MB; ++m)
     std::copy(r.glyphs + (m % B) * per_glyph, r.glyphs + (m % B + 1) * per_glyph, glyphs.begin() + m * per_glyph);
   if (r.style) std::copy(r.style, r.style + B * S, style.begin() + (guided ? B * S : 0));
   std::vector<float> tsteps(static_cast<size_t>(MB));

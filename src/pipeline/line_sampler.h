@@ -45,6 +45,10 @@ struct LineSampleRequest {
   // is the glyph line in output space (ink -1, paper +1): the sampler then only has to turn the
   // plain glyphs into the hand (needs in_channels == glyph_channels).
   float start_sigma = 1.0f;
+  // With guidance: the unconditional rows also get a blank glyph line (all -1, no text), so the
+  // guidance pushes towards the text as well as the style. For models trained with blanked glyph
+  // lines among their style-dropped rows (train_line_model.py --glyph-dropout).
+  bool guide_glyph = false;
   // Run on the plan of this many model rows (>= the batch, 2B with guidance) instead of an exact
   // one, so a long request keeps one plan per width; 0: the exact batch.
   int64_t plan_rows = 0;

@@ -37,6 +37,7 @@ struct LineJobSpec {
 inline bool same_sampling(const LineJobSpec& a, const LineJobSpec& b) {
   return a.sampling.steps == b.sampling.steps && a.sampling.guidance_scale == b.sampling.guidance_scale &&
          a.sampling.shift == b.sampling.shift && a.sampling.start_sigma == b.sampling.start_sigma &&
+         a.sampling.guide_glyph == b.sampling.guide_glyph &&
          a.clamp_overflow == b.clamp_overflow;
 }
 inline bool same_batch(const LineJobSpec& a, const LineJobSpec& b) {

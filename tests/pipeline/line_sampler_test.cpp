@@ -96,6 +96,44 @@ TEST(LineSampler, SmallerBatchInABiggerPlanIsBitIdentical) {
   EXPECT_EQ((*engine)->plan_stats().builds, builds + 1) << "the big plan is reused";
 }
 
+// guide_glyph: one guided step from pure noise is x = n - (v_u + g (v_c - v_u)), where the
+// unconditional velocity v_u now sees a blank glyph line as well as no style.
+TEST(LineSampler, GuideGlyphBlanksTheUnconditionalGlyphLine) {
+  ThreadPool pool(2);
+  auto engine = open_line_engine(test::fixture("line/model"), pool);
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const auto& cfg = (*engine)->model().config();
+  const int64_t H = cfg.latent_height(), W = 32;
+  const auto glyphs = test::random_normal(size_t(H * W), 11);
+  const std::vector<float> blank(size_t(H * W), -1.0f);
+  const auto style = test::random_normal(size_t(cfg.style_dim), 12);
+  auto one_step = [&](const float* g, const float* s, float guidance, bool guide_glyph) {
+    LineSampleRequest r;
+    r.latent_w = W;
+    r.glyphs = g;
+    r.style = s;
+    r.guidance_scale = guidance;
+    r.guide_glyph = guide_glyph;
+    r.steps = 1;
+    r.seed = 13;
+    std::vector<float> out;
+    EXPECT_TRUE(line_sample(**engine, r, &out).is_ok());
+    return out;  // n - v
+  };
+  const auto cond = one_step(glyphs.data(), style.data(), 1.0f, false);
+  const auto uncond_blank = one_step(blank.data(), nullptr, 1.0f, false);
+  const auto uncond_same = one_step(glyphs.data(), nullptr, 1.0f, false);
+  const auto guided = one_step(glyphs.data(), style.data(), 3.0f, true);
+  std::vector<float> want(cond.size()), style_only(cond.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    want[i] = 3.0f * cond[i] - 2.0f * uncond_blank[i];
+    style_only[i] = 3.0f * cond[i] - 2.0f * uncond_same[i];
+  }
+  EXPECT_LT(test::rel_l2(guided, want), 1e-5);
+  EXPECT_GT(test::rel_l2(guided, style_only), 1e-3) << "the blank glyph line must change the guidance";
+  EXPECT_LT(test::rel_l2(one_step(glyphs.data(), style.data(), 3.0f, false), style_only), 1e-5);
+}
+
 TEST(LineSampler, ModelSamplerJsonDefaults) {
   testing::TempDir tmp;
   const auto dir = tmp.path();
@@ -110,12 +148,18 @@ TEST(LineSampler, ModelSamplerJsonDefaults) {
   EXPECT_FLOAT_EQ(some->guidance_scale, 3.0f);
   EXPECT_EQ(some->steps, 12);
   EXPECT_FLOAT_EQ(some->shift, 1.0f);
+  EXPECT_FALSE(some->guide_glyph);
+  std::ofstream(dir / "sampler.json") << R"({"guide_glyph": true})";
+  auto glyph = line_options_for_model(dir.string());
+  ASSERT_TRUE(glyph.is_ok()) << glyph.status().to_string();
+  EXPECT_TRUE(glyph->guide_glyph);
   const std::pair<const char*, const char*> bad[] = {
       {"[1, 2]", "must be a JSON object"},
       {"{not json", "parse error at line 1, column 3"},  // where, not just "bad JSON"
       {R"({"start_sigma": 0})", "'start_sigma' must be a number"},
       {R"({"steps": "many"})", "'steps' must be a number"},
       {R"({"steps": 2.5})", "'steps' must be a whole number"},
+      {R"({"guide_glyph": 1})", "'guide_glyph' must be true or false"},
       {R"({"guidence_scale": 3})", "unknown key 'guidence_scale'"},
       {R"({"steps": 4, "steps": 5})", "duplicate"}};
   for (const auto& [text, phrase] : bad) {
