@@ -3,7 +3,8 @@
 for (src/pipeline/line_sampler.cpp): at sigma = start the bridge's x_sigma is exactly the sampler's
 first state, start * noise - (1 - start) * glyph; every x_sigma on it lies on one straight line to the
 hand, x_sigma - sigma * v = x0; and Euler steps along the true velocity from the start, on the
-sampler's own schedule, land on the hand. And --layers' depth growth (grow_depth) keeps the warm
+sampler's own schedule, land on the hand. --glyph-dropout (blank_glyph_rows) blanks only style-dropped
+rows, about the share asked, never a bridge row. And --layers' depth growth (grow_depth) keeps the warm
 start's function: the grown model's output equals the shallower one's, while a perturbed identity
 block changes it. Exit 0 = pass, 77 = skipped (no torch), 1 = fail.
 
@@ -16,7 +17,7 @@ from pathlib import Path
 try:
     import torch
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from train_line_model import PRESETS, Trainer, glyph_bridge, grow_depth
+    from train_line_model import PRESETS, Trainer, blank_glyph_rows, glyph_bridge, grow_depth
 except ImportError as e:  # CI images without the tools venv
     print(f"skipped: {e}")
     sys.exit(77)
@@ -51,11 +52,34 @@ def main() -> int:
     for f in failures:
         print("FAIL", f)
     print("glyph bridge:", "ok" if not failures else f"{len(failures)} failures")
+    failures += check_blank_glyph_rows()
     grow = check_grow_depth()
     for f in grow:
         print("FAIL", f)
     failures += grow
     return 1 if failures else 0
+
+
+def check_blank_glyph_rows() -> list[str]:
+    torch.manual_seed(5)
+    n = 4000
+    glyph = torch.rand(n, 1, 4, 6) * 2 - 1
+    drop = torch.rand(n) < 0.15
+    keep = torch.rand(n) < 0.25
+    out = blank_glyph_rows(glyph, drop, 2 / 3, keep)
+    blank = (out == -1).flatten(1).all(1)
+    failures = []
+    if (blank & ~drop).any():
+        failures.append("glyph dropout blanked a row whose style was kept")
+    if (blank & keep).any():
+        failures.append("glyph dropout blanked a bridge row")
+    if not torch.equal(out[~blank], glyph[~blank]):
+        failures.append("glyph dropout changed a row it did not blank")
+    share = float(blank.sum()) / float((drop & ~keep).sum())
+    if abs(share - 2 / 3) > 0.08:
+        failures.append(f"glyph dropout blanked {share:.2f} of the eligible rows, want 2/3")
+    print("glyph dropout:", "ok" if not failures else f"{len(failures)} failures")
+    return failures
 
 
 def check_grow_depth() -> list[str]:

@@ -184,6 +184,17 @@ def prior_totals(preset: dict) -> dict:
     return tot
 
 
+def blank_glyph_rows(glyph: torch.Tensor, drop: torch.Tensor, share: float, keep: torch.Tensor | None = None):
+    """The glyph lines with a share of the style-dropped rows (`drop`) blanked (all -1: paper, no
+    text): (zero style, blank glyph line) is then the unconditional input of guidance on style and
+    text at once (sampler.json "guide_glyph"). Rows in `keep` (the glyph bridge's, whose start is
+    made of the glyph line) keep theirs."""
+    blank = drop & (torch.rand(drop.shape, device=drop.device) < share)
+    if keep is not None:
+        blank &= ~keep
+    return torch.where(blank.view(-1, 1, 1, 1), torch.full_like(glyph, -1.0), glyph)
+
+
 def glyph_bridge(x0: torch.Tensor, glyph: torch.Tensor, eps: torch.Tensor, sigma: torch.Tensor, start: float):
     """(x_sigma, velocity) on the straight path from the sampler's glyph-line start at sigma = start,
     start eps + (1 - start) g with g = -glyph (the glyph line as an image, paper +1), to the hand x0:
@@ -375,13 +386,7 @@ def train(a) -> None:
             target = torch.where(on.view(b, 1, 1, 1), tb, target)
         drop = torch.rand(b, device=device) < a.style_dropout
         if a.glyph_dropout:
-            # A share of the style-dropped rows lose their text too: (zero style, blank glyph line) is
-            # then the unconditional input of guidance on style and content at once (sampler.json
-            # "guide_glyph"). Bridge rows keep theirs: their start is made of the glyph line.
-            blank = drop & (torch.rand(b, device=device) < a.glyph_dropout / a.style_dropout)
-            if a.bridge:
-                blank &= ~on
-            glyph = torch.where(blank.view(b, 1, 1, 1), torch.full_like(glyph, -1.0), glyph)
+            glyph = blank_glyph_rows(glyph, drop, a.glyph_dropout / a.style_dropout, on if a.bridge else None)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda" or autocast):
             emb = net.style_encoder(pixel_values=style).pooler_output
             v = net.model(xt, glyph, emb * (~drop).to(emb.dtype)[:, None], sigma * 1000.0)
