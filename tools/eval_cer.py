@@ -94,8 +94,9 @@ def main() -> None:
     ap.add_argument("--texts", type=int, default=25, help="texts per font")
     ap.add_argument("--out", default="/tmp/quill-eval")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--cfg", type=float, default=2.0)
+    # Unset sampler settings are the model's sampler.json, so a gate run measures the shipped default.
+    ap.add_argument("--steps", type=int, help="pass --steps to quill line (default: the model's)")
+    ap.add_argument("--cfg", type=float, help="pass --cfg to quill line (default: the model's)")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--start-sigma", type=float, help="pass --start-sigma to quill line (default: the model's)")
     ap.add_argument("--shift", type=float, help="pass --shift to quill line (default: the model's)")
@@ -147,7 +148,11 @@ def main() -> None:
         with open(listing, "w", encoding="utf-8") as f:
             f.write("\n".join(texts) + "\n")
         cmd = [a.quill, "line", "--model", a.model, "--batch-file", listing, "--style", f"{stem}_style.png",
-               "--steps", str(a.steps), "--cfg", str(a.cfg), "-o", f"{stem}_gen.png"]
+               "-o", f"{stem}_gen.png"]
+        if a.steps:
+            cmd += ["--steps", str(a.steps)]
+        if a.cfg is not None:
+            cmd += ["--cfg", str(a.cfg)]
         if a.threads:
             cmd += ["--threads", str(a.threads)]
         if a.start_sigma:
@@ -226,7 +231,8 @@ def main() -> None:
     passed = bool(seen and seen["ratio"] <= 1.5
                   and seen["ink_iou_with_ground_truth"] > seen["ink_iou_with_glyph_line"]
                   and (not clf or seen["font_accuracy_generated"] >= 0.6))
-    out = {"model": a.model, "weights": a.weights, "classifier": a.classifier, "steps": a.steps, "cfg": a.cfg, "start_sigma": a.start_sigma or "model default",
+    out = {"model": a.model, "weights": a.weights, "classifier": a.classifier, "steps": a.steps or "model default",
+           "cfg": a.cfg if a.cfg is not None else "model default", "start_sigma": a.start_sigma or "model default",
            "shift": a.shift or "model default", "guide_glyph": a.guide_glyph or "model default",
            "align": a.align, "texts_per_font": a.texts, "summary": summary,
            "fonts": results, "gate_passed": passed, "seconds": round(time.time() - t_start, 1)}

@@ -199,6 +199,7 @@ void bind_line_studio(nb::module_& m) {
                      out["cfg"] = d.guidance_scale;
                      out["shift"] = d.shift;
                      out["start_sigma"] = d.start_sigma;
+                     out["guide_glyph"] = d.guide_glyph;
                      return out;
                    })
       .def_prop_ro("plan_builds", [](PyLineStudio& s) { return s.studio().plan_builds(); })

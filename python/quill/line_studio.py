@@ -94,8 +94,8 @@ class LineStudio:
         return self._engine.has_style_encoder
 
     @property
-    def defaults(self) -> dict[str, float]:
-        """The model's sampling settings (sampler.json): steps, cfg, shift, start_sigma."""
+    def defaults(self) -> dict[str, float | bool]:
+        """The model's sampling settings (sampler.json): steps, cfg, shift, start_sigma, guide_glyph."""
         return self._engine.defaults
 
     @property

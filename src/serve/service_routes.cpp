@@ -124,7 +124,8 @@ void install_service_routes(httplib::Server& h, const HttpContext& ctx) {
                  {{"steps", ctx.studio.defaults().steps},
                   {"cfg", ctx.studio.defaults().guidance_scale},
                   {"start_sigma", ctx.studio.defaults().start_sigma},
-                  {"shift", ctx.studio.defaults().shift}}}});
+                  {"shift", ctx.studio.defaults().shift},
+                  {"guide_glyph", ctx.studio.defaults().guide_glyph}}}});
   });
   h.Get("/metrics", [ctx](const httplib::Request&, httplib::Response& res) {
     Metrics::External e;
