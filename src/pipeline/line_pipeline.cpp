@@ -154,7 +154,8 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
       r.latent_w = width;
       r.glyphs = g.data();
       r.style = s.empty() ? nullptr : s.data();
-      r.guidance_scale = s.empty() ? 1.0f : o.guidance_scale;  // without a style there is nothing to guide
+      // Without a style there is nothing to guide, unless the guidance is on the text too.
+      r.guidance_scale = s.empty() && !o.guide_glyph ? 1.0f : o.guidance_scale;
       r.steps = o.steps;
       r.shift = o.shift;
       r.start_sigma = o.start_sigma;
@@ -261,7 +262,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     r.latent_w = width;
     r.glyphs = g.data();
     r.style = any_style ? style.data() : nullptr;
-    r.guidance_scale = any_style ? o.guidance_scale : 1.0f;
+    r.guidance_scale = any_style || o.guide_glyph ? o.guidance_scale : 1.0f;
     r.steps = o.steps;
     r.shift = o.shift;
     r.start_sigma = o.start_sigma;

@@ -94,6 +94,13 @@ TEST(LineSampler, SmallerBatchInABiggerPlanIsBitIdentical) {
   EXPECT_EQ((*engine)->plan_stats().builds, builds + 1);
   ASSERT_TRUE(line_sample(**engine, r, &in_big).is_ok());
   EXPECT_EQ((*engine)->plan_stats().builds, builds + 1) << "the big plan is reused";
+  // The same with guidance on the text (blank glyph lines in the unconditional rows).
+  r.guide_glyph = true;
+  r.plan_rows = 0;
+  ASSERT_TRUE(line_sample(**engine, r, &exact).is_ok());
+  r.plan_rows = 8;
+  ASSERT_TRUE(line_sample(**engine, r, &in_big).is_ok());
+  EXPECT_EQ(exact, in_big);
 }
 
 // guide_glyph: one guided step from pure noise is x = n - (v_u + g (v_c - v_u)), where the

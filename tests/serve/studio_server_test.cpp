@@ -111,7 +111,8 @@ TEST_F(ServerTest, ServesThePageTheOpenApiDocumentAndHealth) {
   EXPECT_EQ(error_of(missing)["code"], "not_found");
 }
 
-// The server's line is the library's line for the same text, seed and settings, bit for bit.
+// The server's line is the library's line for the same text, seed and settings (bit for bit
+// without a style; see below).
 TEST_F(ServerTest, LineEqualsTheLibrarysLineForTheSameSeed) {
   start();
   for (bool style : {false, true}) {
@@ -121,7 +122,16 @@ TEST_F(ServerTest, LineEqualsTheLibrarysLineForTheSameSeed) {
     ASSERT_TRUE(r);
     ASSERT_EQ(r->status, 200) << r->body;
     EXPECT_EQ(r->get_header_value("Content-Type"), "image/png");
-    EXPECT_EQ(gray_of_png(r->body), library_line("Kongl. Maj:ts nådiga förordning", 41, 4, style)) << style;
+    const auto served = gray_of_png(r->body);
+    const auto library = library_line("Kongl. Maj:ts nådiga förordning", 41, 4, style);
+    if (!style) {
+      EXPECT_EQ(served, library);
+    } else {
+      // With a style the server's plan (a batch of max_batch) and the library's one-line plan agree
+      // to float rounding, not bit for bit: at the stage-5 defaults (CFG 4, guided on the text too)
+      // one pixel of 10752 lands one gray level apart. Anything more is a real difference.
+      EXPECT_LE(max_diff(served, library), 1);
+    }
   }
   // A character the glyph font cannot draw is reported (the line shows a box for it).
   auto cjk = post("/v1/lines", {{"text", "hej 漢"}, {"steps", 2}, {"response_format", "json"}});
