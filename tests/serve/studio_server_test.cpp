@@ -127,9 +127,10 @@ TEST_F(ServerTest, LineEqualsTheLibrarysLineForTheSameSeed) {
     if (!style) {
       EXPECT_EQ(served, library);
     } else {
-      // With a style the server's plan (a batch of max_batch) and the library's one-line plan agree
-      // to float rounding, not bit for bit: at the stage-5 defaults (CFG 4, guided on the text too)
-      // one pixel of 10752 lands one gray level apart. Anything more is a real difference.
+      // With a style the server (a plan for a batch of max_batch) and the library (a one-line plan)
+      // agree to float rounding, not bit for bit: at the stage-5 defaults (CFG 4, guided on the text
+      // too) one pixel of 10752 lands one gray level apart (cause not yet found; unstyled lines are
+      // bit-equal). Anything more is a real difference.
       EXPECT_LE(max_diff(served, library), 1);
     }
   }
