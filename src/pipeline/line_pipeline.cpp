@@ -70,6 +70,12 @@ Result<LineOptions> line_options_from_json(std::string_view text, const std::str
 }
 
 namespace {
+// The one rule both generation paths follow, so a row's line does not depend on its batch: without
+// a style there is nothing to guide, unless the guidance is on the text too.
+float guidance_for(const LineOptions& o, bool has_style) {
+  return has_style || o.guide_glyph ? o.guidance_scale : 1.0f;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
@@ -154,8 +160,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_with_embedding(
       r.latent_w = width;
       r.glyphs = g.data();
       r.style = s.empty() ? nullptr : s.data();
-      // Without a style there is nothing to guide, unless the guidance is on the text too.
-      r.guidance_scale = s.empty() && !o.guide_glyph ? 1.0f : o.guidance_scale;
+      r.guidance_scale = guidance_for(o, !s.empty());
       r.steps = o.steps;
       r.shift = o.shift;
       r.start_sigma = o.start_sigma;
@@ -262,7 +267,7 @@ Result<std::vector<LineImage>> LinePipeline::generate_rows(const std::vector<Lin
     r.latent_w = width;
     r.glyphs = g.data();
     r.style = any_style ? style.data() : nullptr;
-    r.guidance_scale = any_style || o.guide_glyph ? o.guidance_scale : 1.0f;
+    r.guidance_scale = guidance_for(o, any_style);
     r.steps = o.steps;
     r.shift = o.shift;
     r.start_sigma = o.start_sigma;

@@ -323,9 +323,11 @@ bool quant_linear_supports(DType d) {
   return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
 }
 
-bool has_a8_kernel(DType dtype) {
-  return cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kernels != nullptr;
-}
+namespace {
+const QuantPlan& a8_plan(DType dtype) { return cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)]; }
+}  // namespace
+
+bool has_a8_kernel(DType dtype) { return a8_plan(dtype).kernels != nullptr; }
 
 QuantMode quant_mode_for(DType dtype) {
   // Read per call (a getenv next to a GEMM), so a test or tool may switch it between forwards.
@@ -336,7 +338,7 @@ QuantMode quant_mode_for(DType dtype) {
   const char* v = std::getenv("QUILL_TERNARY_MODE");
   if (v && std::string_view(v) == "a8") {
     if (a8_kernel) return QuantMode::kA8;
-    if (cpu::kernel_table().quant.plan[size_t(dtype)][size_t(QuantMode::kA8)].kind == PanelKind::kF32) return QuantMode::kExact;  // no A8 numerics for this type (f16, fp8)
+    if (a8_plan(dtype).kind == PanelKind::kF32) return QuantMode::kExact;  // no A8 numerics for this type (f16, fp8)
     static std::once_flag noted[size_t(DType::kCount)];
     std::call_once(noted[size_t(dtype)], [dtype] {
       log_warn("QUILL_TERNARY_MODE=a8: no A8 kernel for ", dtype_name(dtype), " weights on this CPU (",
