@@ -120,11 +120,14 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
     dt = DType::kBF16;
   else if (type == "f16")
     dt = DType::kF16, mode = quant::QuantMode::kExact;
+  else if (type == "f32-panel")
+    dt = DType::kF32, mode = quant::QuantMode::kExact;
   else {
     *why = "unknown type";
     return -1;
   }
-  auto q = quant::quantize_tensor(Tensor(const_cast<float*>(w.data()), DType::kF32, Shape{N, K}), dt);
+  const Tensor w32(const_cast<float*>(w.data()), DType::kF32, Shape{N, K});
+  auto q = dt == DType::kF32 ? Result<Tensor>(w32) : quant::quantize_tensor(w32, dt);
   if (!q.is_ok()) {
     *why = q.status().to_string();
     return -1;
@@ -198,7 +201,7 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--n", o->n, "Output features (list)")->delimiter(',');
   sub.add_option("--types", o->types,
                  "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), q8_0-exact, bf16 (bf16 activations), f16 (fused "
-                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm)")
+                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm), f32-panel (f32 weights in the fused panel kernel)")
       ->delimiter(',');
   sub.add_option("--threads", o->threads, "Threads (default: QUILL_THREADS or all cores)");
   sub.add_option("--reps", o->reps, "Timed runs per type (median reported)")->capture_default_str();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "quant/formats.h"
 #include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx2 {
@@ -15,6 +16,61 @@ namespace {
 constexpr int kNr = 16;
 constexpr int kMr = 6;
 
+// Row n, elements [k0, k0 + len), to f32: f32, f16 (F16C) and bf16 (a shift) with vector
+// loads, q8_0 per block; tq2 and fp8 by the scalar decoders. len is a multiple of 8 (of 32 for
+// q8_0) or the row's tail.
+void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out) {
+  const uint8_t* row = w.data + n * w.row_bytes;
+  int64_t k = 0;
+  if (w.dtype == DType::kF32) {
+    std::memcpy(out, row + k0 * 4, size_t(len) * 4);
+    return;
+  }
+  if (w.dtype == DType::kF16) {
+    const auto* h = reinterpret_cast<const uint16_t*>(row) + k0;
+    for (; k + 8 <= len; k += 8)
+      _mm256_store_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k))));
+  } else if (w.dtype == DType::kBF16) {
+    const auto* h = reinterpret_cast<const uint16_t*>(row) + k0;
+    for (; k + 8 <= len; k += 8) {
+      const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k)));
+      _mm256_store_ps(out + k, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    }
+  } else if (w.dtype == DType::kQ8_0) {  // q * d per 32-block, the scalar decoder's one rounding
+    const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + k0 / kQ8BlockSize;
+    for (; k + kQ8BlockSize <= len; k += kQ8BlockSize, ++blk) {
+      const __m256 d = _mm256_set1_ps(f16_to_f32(blk->d));
+      for (int j = 0; j < kQ8BlockSize; j += 8) {
+        const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk->qs + j));
+        _mm256_store_ps(out + k + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+      }
+    }
+  }
+  if (k < len) decode_row_chunk_f32(w, n, k0 + k, len - k, out + k);
+}
+
+// c[j] <- element j of every row r[0..7] (an 8 x 8 transpose).
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+// panel[k][r] = W[n0 + r][k] for r < 16 (zero past `rows`): rows decoded a chunk at a time, then
+// 8 x 8 transposes. Exact for every dtype (pure conversions and moves).
 void decode_f32(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
   float* out = reinterpret_cast<float*>(panel);
   constexpr int64_t kChunk = 128;
@@ -23,11 +79,19 @@ void decode_f32(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
     const int64_t len = std::min(kChunk, w.K - k0);
     for (int64_t r = 0; r < kNr; ++r) {
       if (r < rows)
-        decode_row_chunk_f32(w, n0 + r, k0, len, tile[r]);
+        decode_chunk(w, n0 + r, k0, len, tile[r]);
       else
         std::memset(tile[r], 0, sizeof(tile[r]));
     }
-    for (int64_t k = 0; k < len; ++k)
+    int64_t k = 0;
+    for (; k + 8 <= len; k += 8)
+      for (int h = 0; h < 2; ++h) {
+        __m256 v[8];
+        for (int i = 0; i < 8; ++i) v[i] = _mm256_load_ps(tile[h * 8 + i] + k);
+        transpose8(v);
+        for (int j = 0; j < 8; ++j) _mm256_store_ps(out + (k0 + k + j) * kNr + h * 8, v[j]);
+      }
+    for (; k < len; ++k)
       for (int64_t r = 0; r < kNr; ++r) out[(k0 + k) * kNr + r] = tile[r][k];
   }
 }
@@ -35,6 +99,73 @@ void decode_f32(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
 inline __m256i lane_mask(int64_t valid) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::max<int64_t>(0, std::min<int64_t>(8, valid)))), idx);
+}
+
+// The full 6 x 16 tile's k loop: c0[i] += x[i][k] * panel[k][0..7], c1[i] += x[i][k] *
+// panel[k][8..15], k = 0 .. kc-1 in order. In assembly because GCC, short of registers (12
+// accumulators, 2 panel vectors and the broadcast take 15 of 16), shuffled accumulators between
+// registers every step; the accumulators pass through memory once per call. Same FMAs in the same order as the intrinsic loop for the other tile
+// heights, so a row's result does not depend on the tile it lands in (batch-invariant).
+inline void fma_loop_6x16(const float* x, int64_t lda, const float* b, int64_t kc, __m256* c0, __m256* c1) {
+  if (kc <= 0) return;
+  const float* x3 = x + 3 * lda;
+  const int64_t stride = lda * int64_t(sizeof(float));
+  int64_t n = kc;
+  __asm__ volatile(
+      "vmovaps 0(%[c0]), %%ymm0\n\t"
+      "vmovaps 32(%[c0]), %%ymm1\n\t"
+      "vmovaps 64(%[c0]), %%ymm2\n\t"
+      "vmovaps 96(%[c0]), %%ymm3\n\t"
+      "vmovaps 128(%[c0]), %%ymm4\n\t"
+      "vmovaps 160(%[c0]), %%ymm5\n\t"
+      "vmovaps 0(%[c1]), %%ymm6\n\t"
+      "vmovaps 32(%[c1]), %%ymm7\n\t"
+      "vmovaps 64(%[c1]), %%ymm8\n\t"
+      "vmovaps 96(%[c1]), %%ymm9\n\t"
+      "vmovaps 128(%[c1]), %%ymm10\n\t"
+      "vmovaps 160(%[c1]), %%ymm11\n\t"
+      "1:\n\t"
+      "vmovaps (%[b]), %%ymm12\n\t"
+      "vmovaps 32(%[b]), %%ymm13\n\t"
+      "vbroadcastss (%[x0]), %%ymm14\n\t"
+      "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
+      "vfmadd231ps %%ymm13, %%ymm14, %%ymm6\n\t"
+      "vbroadcastss (%[x0],%[s],1), %%ymm15\n\t"
+      "vfmadd231ps %%ymm12, %%ymm15, %%ymm1\n\t"
+      "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
+      "vbroadcastss (%[x0],%[s],2), %%ymm14\n\t"
+      "vfmadd231ps %%ymm12, %%ymm14, %%ymm2\n\t"
+      "vfmadd231ps %%ymm13, %%ymm14, %%ymm8\n\t"
+      "vbroadcastss (%[x3]), %%ymm15\n\t"
+      "vfmadd231ps %%ymm12, %%ymm15, %%ymm3\n\t"
+      "vfmadd231ps %%ymm13, %%ymm15, %%ymm9\n\t"
+      "vbroadcastss (%[x3],%[s],1), %%ymm14\n\t"
+      "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
+      "vfmadd231ps %%ymm13, %%ymm14, %%ymm10\n\t"
+      "vbroadcastss (%[x3],%[s],2), %%ymm15\n\t"
+      "vfmadd231ps %%ymm12, %%ymm15, %%ymm5\n\t"
+      "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+      "add $64, %[b]\n\t"
+      "add $4, %[x0]\n\t"
+      "add $4, %[x3]\n\t"
+      "dec %[n]\n\t"
+      "jnz 1b\n\t"
+      "vmovaps %%ymm0, 0(%[c0])\n\t"
+      "vmovaps %%ymm1, 32(%[c0])\n\t"
+      "vmovaps %%ymm2, 64(%[c0])\n\t"
+      "vmovaps %%ymm3, 96(%[c0])\n\t"
+      "vmovaps %%ymm4, 128(%[c0])\n\t"
+      "vmovaps %%ymm5, 160(%[c0])\n\t"
+      "vmovaps %%ymm6, 0(%[c1])\n\t"
+      "vmovaps %%ymm7, 32(%[c1])\n\t"
+      "vmovaps %%ymm8, 64(%[c1])\n\t"
+      "vmovaps %%ymm9, 96(%[c1])\n\t"
+      "vmovaps %%ymm10, 128(%[c1])\n\t"
+      "vmovaps %%ymm11, 160(%[c1])\n\t"
+      : [b] "+r"(b), [x0] "+r"(x), [x3] "+r"(x3), [n] "+r"(n)
+      : [c0] "r"(c0), [c1] "r"(c1), [s] "r"(stride)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+        "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
 
 template <int MR>
@@ -50,13 +181,17 @@ void tile_f32(const TileArgs& a) {
     c1[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy + 8, mk1);
   }
   const int64_t kc = a.kc;  // a local: a.kc reloaded every iteration costs a memory operand
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
+  if constexpr (MR == 6) {
+    fma_loop_6x16(x, a.lda, b, kc, c0, c1);
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m256 xv = _mm256_broadcast_ss(x + i * a.lda + k);
-      c0[i] = _mm256_fmadd_ps(xv, b0, c0[i]);
-      c1[i] = _mm256_fmadd_ps(xv, b1, c1[i]);
+      for (int i = 0; i < MR; ++i) {
+        const __m256 xv = _mm256_broadcast_ss(x + i * a.lda + k);
+        c0[i] = _mm256_fmadd_ps(xv, b0, c0[i]);
+        c1[i] = _mm256_fmadd_ps(xv, b1, c1[i]);
+      }
     }
   }
   __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();

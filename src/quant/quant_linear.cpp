@@ -320,7 +320,8 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
 const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }
 
 bool quant_linear_supports(DType d) {
-  return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
+  return d == DType::kTQ2_0_G128 || d == DType::kQ8_0 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3 ||
+         d == DType::kF32;
 }
 
 namespace {

@@ -36,6 +36,12 @@ Weight make_weight(DType dt, int64_t N, int64_t K, uint32_t seed) {
     EXPECT_TRUE(dequantize_fp8_e4m3_rows(out.t.data_as<uint8_t>(), out.scale.data(), N, K, out.deq.data()).is_ok());
     return out;
   }
+  if (dt == DType::kF32) {  // quant_linear's panel kernel on plain f32 weights (bench-gemm's f32-panel)
+    out.t = Tensor::empty(dt, Shape{N, K});
+    std::memcpy(out.t.data(), w.data(), w.size() * sizeof(float));
+    out.deq = w;
+    return out;
+  }
   auto q = quantize_tensor(f, dt);
   EXPECT_TRUE(q.is_ok());
   out.t = *q;
@@ -90,6 +96,7 @@ const Case kCases[] = {
     {DType::kQ8_0, QuantMode::kExact, 1e-5},       {DType::kQ8_0, QuantMode::kA8, 2e-2},
     {DType::kBF16, QuantMode::kExact, 1e-5},       {DType::kBF16, QuantMode::kA8, 1e-2},
     {DType::kF16, QuantMode::kExact, 1e-5},        {DType::kF8E4M3, QuantMode::kExact, 1e-5},
+    {DType::kF32, QuantMode::kExact, 1e-5},
 };
 
 void check_shape(ThreadPool& pool, int64_t M, int64_t K, int64_t N) {
@@ -281,7 +288,7 @@ TEST(QuantLinear, OwnerlessBf16WeightIsNotServedStale) {
 // f16 / bf16 weights with K not a multiple of the 16-wide vector decode (and of the 512 k block).
 TEST(QuantLinear, HalfWeightsWithRaggedK) {
   ThreadPool pool(2);
-  for (DType dt : {DType::kF16, DType::kBF16})
+  for (DType dt : {DType::kF16, DType::kBF16, DType::kF32})
     for (int64_t K : {69, 130, 2176}) {
       const int64_t M = 13, N = 37;
       const Weight w = make_weight(dt, N, K, uint32_t(K + 1));
@@ -292,6 +299,38 @@ TEST(QuantLinear, HalfWeightsWithRaggedK) {
         EXPECT_LE(rel_err(run(cpu::kernel_table_for(isa), x, M, w, bias, QuantMode::kExact, pool), ref), 1e-5)
             << dtype_name(dt) << " K=" << K << " " << cpu_isa_name(isa);
     }
+}
+
+// A row's output does not depend on the rows beside it: alone, or at any place in a bigger batch,
+// it is the same bits (each output is one dot in a fixed k order, and A8 scales are per row). The
+// line studio relies on this for quantized weights: a line served in a shared batch equals the
+// line made alone. (OpenBLAS's sgemm, behind f32 weights, does not promise it.)
+TEST(QuantLinear, ARowsOutputDoesNotDependOnItsBatch) {
+  ThreadPool pool(2);
+  const int64_t K = 392, N = 45, M = 29;  // K: two exact k blocks and a tail; M: full and partial row tiles
+  const std::vector<float> x = random_normal(size_t(M * K), 11);
+  const std::vector<float> bias = random_normal(size_t(N), 12);
+  const std::pair<DType, QuantMode> cases[] = {
+      {DType::kF32, QuantMode::kExact},  {DType::kF16, QuantMode::kExact},        {DType::kBF16, QuantMode::kExact},
+      {DType::kQ8_0, QuantMode::kExact}, {DType::kTQ2_0_G128, QuantMode::kExact}, {DType::kTQ2_0_G128, QuantMode::kA8},
+      {DType::kQ8_0, QuantMode::kA8}};
+  for (const auto& [dt, mode] : cases) {
+    const int64_t k = dt == DType::kTQ2_0_G128 ? 384 : dt == DType::kQ8_0 ? 384 : K;
+    std::vector<float> xk(size_t(M * k));
+    for (int64_t m = 0; m < M; ++m) std::memcpy(&xk[size_t(m * k)], &x[size_t(m * K)], size_t(k) * sizeof(float));
+    const Weight w = make_weight(dt, N, k, 13);
+    for (CpuIsa isa : testable_isas()) {
+      const auto& table = cpu::kernel_table_for(isa);
+      const std::vector<float> all = run(table, xk, M, w, bias, mode, pool);
+      for (int64_t r : {int64_t(0), int64_t(5), int64_t(6), M - 1}) {
+        const std::vector<float> row(xk.begin() + r * k, xk.begin() + (r + 1) * k);
+        const std::vector<float> alone = run(table, row, 1, w, bias, mode, pool);
+        EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
+            << dtype_name(dt) << " " << quant_mode_name(mode) << " " << cpu_isa_name(isa) << ": row " << r
+            << " alone differs from the same row in a batch of " << M;
+      }
+    }
+  }
 }
 
 // tq2 A8 at every SIMD level (VPMADDUBSW on AVX2, VNNI on AVX-512) over several k blocks of 1024,
