@@ -8,13 +8,16 @@
 # `--target test-backend-ops`). Each round runs ggml's `test-backend-ops perf -o MUL_MAT` for every
 # type, then `quill bench-gemm` at the same product (ggml m=4096 n=512 k=14336 = Quill --m 512
 # --k 14336 --n 4096), both on all cores; rounds alternate, the medians over rounds are printed.
-# Env: M, N, K (ggml's names), QUILL (the binary, default build/release/quill).
+# Env: M, N, K (ggml's names), QUILL (the binary, default build/release/quill), TYPES (Quill's rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GGML=${1:?usage: bench-vs-ggml.sh GGML_BUILD_DIR [rounds]}
 ROUNDS=${2:-3}
 M=${M:-4096} N=${N:-512} K=${K:-14336}
 QUILL=${QUILL:-build/release/quill}
+# Quill's rows. Where a type has no kernel at this CPU level it runs the scalar reference (on
+# AVX2: bf16 activations, q8_0 A8), minutes at this size: leave it out with TYPES.
+TYPES=${TYPES:-f32-openblas f16 f16-decode bf16 bf16-decode bf16-onednn q8_0 q8_0-exact tq2-a8 tq2-exact}
 OPS=$GGML/bin/test-backend-ops
 [ -x "$OPS" ] || { echo "no $OPS: build ggml's test-backend-ops first" >&2; exit 2; }
 [ -x "$QUILL" ] || { echo "no $QUILL: build Quill first" >&2; exit 2; }
@@ -25,7 +28,7 @@ for r in $(seq "$ROUNDS"); do
       sed -nE "s/.*MUL_MAT\(type_a=$t,.* ([0-9.]+) GFLOPS.*/ggml $t \1/p" >> "$out/ggml"
   done
   "$QUILL" bench-gemm --m "$N" --k "$K" --n "$M" --reps 3 --json \
-    --types f32-openblas f16 f16-decode bf16 bf16-decode bf16-onednn q8_0 tq2-a8 tq2-exact > "$out/quill_$r.json"
+    --types $TYPES > "$out/quill_$r.json"
 done
 python3 - "$out" "$ROUNDS" <<'EOF'
 import json, statistics, sys, glob
@@ -40,7 +43,7 @@ for f in sorted(glob.glob(f"{out}/quill_*.json")):
         q.setdefault(row["type"], []).append(row["gflops"])
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 pairs = [("f32", "f32-openblas"), ("f16", "f16"), ("f16", "f16-decode"), ("bf16", "bf16-onednn"), ("bf16", "bf16"),
-         ("bf16", "bf16-decode"), ("q8_0", "q8_0"),
+         ("bf16", "bf16-decode"), ("q8_0", "q8_0"), ("q8_0", "q8_0-exact"),
          ("tq2_0", "tq2-a8"), ("tq2_0", "tq2-exact")]
 print(f"GFLOP/s, median of {rounds} rounds (each ggml figure is its own mean over its runs)")
 print(f"{'ggml type':10s} {'ggml':>8s}   {'Quill type':14s} {'Quill':>8s}  Quill/ggml")
