@@ -2,7 +2,8 @@
 # Sets up (Debian packages), builds, and runs Quill's main job on the embedded default model:
 # the handwriting line studio writes "Kongl. Maj:ts nådiga förordning" with models/quill-line
 # (a small line model trained here on synthetic data: docs/MODEL_CARD.md), in the model's default
-# hand (models/quill-line/style_reference.png), 20 flow-matching steps with style guidance.
+# hand (models/quill-line/style_reference.png), 20 flow-matching steps guided on the style and the
+# text (models/quill-line/sampler.json).
 # Any arguments are passed on to `quill line` (e.g. --text "..." --style my_hand.png --seed 3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
