@@ -201,7 +201,8 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--n", o->n, "Output features (list)")->delimiter(',');
   sub.add_option("--types", o->types,
                  "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), q8_0-exact, bf16 (bf16 activations), f16 (fused "
-                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm), f32-panel (f32 weights in the fused panel kernel)")
+                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm), f32-panel (f32 weights in the fused "
+                 "panel kernel)")
       ->delimiter(',');
   sub.add_option("--threads", o->threads, "Threads (default: QUILL_THREADS or all cores)");
   sub.add_option("--reps", o->reps, "Timed runs per type (median reported)")->capture_default_str();

@@ -104,8 +104,9 @@ inline __m256i lane_mask(int64_t valid) {
 // The full 6 x 16 tile's k loop: c0[i] += x[i][k] * panel[k][0..7], c1[i] += x[i][k] *
 // panel[k][8..15], k = 0 .. kc-1 in order. In assembly because GCC, short of registers (12
 // accumulators, 2 panel vectors and the broadcast take 15 of 16), shuffled accumulators between
-// registers every step; the accumulators pass through memory once per call. Same FMAs in the same order as the intrinsic loop for the other tile
-// heights, so a row's result does not depend on the tile it lands in (batch-invariant).
+// registers every step; the accumulators pass through memory once per call. Same FMAs in the
+// same order as the intrinsic loop for the other tile heights, so a row's result does not depend
+// on the tile it lands in (batch-invariant).
 inline void fma_loop_6x16(const float* x, int64_t lda, const float* b, int64_t kc, __m256* c0, __m256* c1) {
   if (kc <= 0) return;
   const float* x3 = x + 3 * lda;

@@ -315,7 +315,7 @@ TEST(QuantLinear, ARowsOutputDoesNotDependOnItsBatch) {
       {DType::kQ8_0, QuantMode::kExact}, {DType::kTQ2_0_G128, QuantMode::kExact}, {DType::kTQ2_0_G128, QuantMode::kA8},
       {DType::kQ8_0, QuantMode::kA8}};
   for (const auto& [dt, mode] : cases) {
-    const int64_t k = dt == DType::kTQ2_0_G128 ? 384 : dt == DType::kQ8_0 ? 384 : K;
+    const int64_t k = dtype_traits(dt).block_size > 1 ? 384 : K;  // whole blocks for q8_0 and tq2
     std::vector<float> xk(size_t(M * k));
     for (int64_t m = 0; m < M; ++m) std::memcpy(&xk[size_t(m * k)], &x[size_t(m * K)], size_t(k) * sizeof(float));
     const Weight w = make_weight(dt, N, k, 13);
