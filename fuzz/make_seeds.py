@@ -123,3 +123,20 @@ out("line_model_folder_fuzz", "minimal", b"{}\0{}\0{}")
 out("line_model_folder_fuzz", "swiglu", b'{"patch_size": 2, "qk_norm": "rms_norm", "glyph_concat": true}\0'
     b'{"steps": 4}\0{"use_swiglu_ffn": true, "image_size": [28, 14], "patch_size": 14, "hidden_size": 32,'
     b' "num_attention_heads": 2, "num_hidden_layers": 1}')
+
+
+# ---- service requests: endpoint/form byte, body, then NUL and an uploaded style file ----
+import base64
+with open(os.path.join(images, "src_gray.png"), "rb") as f:
+    small_png = f.read()
+LINES, IMAGES, FORM = b"\x00", b"\x01", 2
+out("line_request_fuzz", "lines", LINES + json.dumps(
+    {"text": "Kongl. Maj:ts nådiga förordning", "seed": 41, "steps": 4, "cfg": 4, "start_sigma": 1.0, "shift": 1,
+     "response_format": "json", "clamp_overflow": False, "timeout_s": 30, "style_id": "default"}).encode())
+out("line_request_fuzz", "inline_style", LINES + json.dumps(
+    {"text": "hej", "style": base64.b64encode(small_png).decode()}).encode())
+out("line_request_fuzz", "uploaded_style", LINES + b'{"text": "alla"}\0' + small_png)
+out("line_request_fuzz", "openai", IMAGES + json.dumps(
+    {"prompt": "hej", "n": 2, "response_format": "b64_json", "size": "256x32", "style_image": None}).encode())
+out("line_request_fuzz", "form", bytes([FORM]) + b"text=hej\nsteps=3\ncfg=2.5\nclamp_overflow=true\nstyle_id=none")
+out("line_request_fuzz", "form_openai", bytes([FORM | 1]) + b"prompt=a\nn=1\nsize=auto\0" + small_png)

@@ -15,7 +15,11 @@ Result<ImageDimensions> peek_image_dimensions(const uint8_t* data, size_t size, 
   if (size >= 8 && std::memcmp(data, kPng, 8) == 0) {
     if (size < 24 || std::memcmp(data + 12, "IHDR", 4) != 0)
       return invalid_file("PNG without an IHDR header chunk").with_file(name);
-    return ImageDimensions{be32(data + 16), be32(data + 20)};
+    const uint32_t w = be32(data + 16), h = be32(data + 20);
+    if (w > 0x7FFFFFFFu || h > 0x7FFFFFFFu)  // the PNG specification's limit for either side
+      return invalid_file("PNG header claims ", w, "x", h, " pixels, past PNG's limit of 2^31 - 1 per side")
+          .with_file(name);
+    return ImageDimensions{w, h};
   }
   if (size >= 3 && data[0] == 0xFF && data[1] == 0xD8) {
     // Walk the marker segments to the first start-of-frame (SOF0-15 except DHT C4, JPG C8, DAC CC).

@@ -23,7 +23,10 @@ ApiError StyleStore::decode_and_embed(const std::vector<uint8_t>& bytes, const s
   if (bytes.empty()) return api_error(422, "invalid_image", "the style image is empty", field);
   auto dims = peek_image_dimensions(bytes.data(), bytes.size(), field);
   if (!dims) return api_error(422, "invalid_image", dims.status().to_string(), field);
-  if (dims->width <= 0 || dims->height <= 0 || dims->width * dims->height > max_pixels_)
+  if (dims->width <= 0 || dims->height <= 0)
+    return api_error(422, "invalid_image",
+                     str_cat("the style image header claims ", dims->width, "x", dims->height, " pixels"), field);
+  if (dims->width > max_pixels_ / dims->height)  // width x height > max, without the overflow
     return api_error(413, "image_too_large",
                      str_cat("the style image is ", dims->width, "x", dims->height, " pixels; the limit is ",
                              max_pixels_, " pixels"),

@@ -269,6 +269,14 @@ TEST_F(ServerTest, DecompressionBombStyleIsRefusedBeforeDecoding) {
   EXPECT_EQ(m->status, 413);
   auto s = post("/v1/styles", {{"image", base64_encode(png.data(), png.size())}});
   EXPECT_EQ(s->status, 413);
+  // A header beyond PNG's own limit (2^31 - 1 per side; found by fuzz/line_request_fuzz: its
+  // pixel count overflowed int64 in the size check) is a malformed image, not a huge one.
+  for (int i = 16; i < 24; ++i) png[size_t(i)] = 0xff;
+  auto huge = post("/v1/lines", {{"text", "x"}, {"style", base64_encode(png.data(), png.size())}});
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 422) << huge->body;
+  EXPECT_EQ(error_of(huge)["code"], "invalid_image");
+  EXPECT_NE(error_of(huge)["message"].get<std::string>().find("4294967295"), std::string::npos);
 }
 
 TEST_F(ServerTest, StylesUploadOnceAndAreUsedById) {
