@@ -33,7 +33,7 @@ World& world() {
   static World* w = [] {
     auto* x = new World;
     x->limits.max_style_pixels = 256 * 256;  // keep style decodes fast
-    LineStudioOptions o;  // the default model: the one `quill serve` serves
+    LineStudioOptions o;                     // the default model: the one `quill serve` serves
     o.threads = 1;
     auto s = LineStudio::open(o);
     if (!s) {

@@ -140,3 +140,40 @@ out("line_request_fuzz", "openai", IMAGES + json.dumps(
     {"prompt": "hej", "n": 2, "response_format": "b64_json", "size": "256x32", "style_image": None}).encode())
 out("line_request_fuzz", "form", bytes([FORM]) + b"text=hej\nsteps=3\ncfg=2.5\nclamp_overflow=true\nstyle_id=none")
 out("line_request_fuzz", "form_openai", bytes([FORM | 1]) + b"prompt=a\nn=1\nsize=auto\0" + small_png)
+
+
+# ---- BPE tokenizer: mode byte 0 = tokenizer.json \0 text; 1 = text for the fixture tokenizer ----
+def byte_level(s):  # GPT-2's byte -> printable unicode map, for a tiny hand-made vocabulary
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = dict(zip(bs, map(chr, cs)))
+    return "".join(table[b] for b in s.encode())
+
+
+symbols = sorted({byte_level(c) for c in "hej på dig ÅÄÖ 0123456789.,!?'\n"})
+vocab = {s: i + 3 for i, s in enumerate(symbols)}
+for pair in (("h", "e"), ("he", "j"), (byte_level(" "), "d")):
+    vocab["".join(pair)] = len(vocab) + 3
+tiny = {
+    "version": "1.0", "truncation": None, "padding": None,
+    "added_tokens": [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+                      "normalized": False, "special": True} for i, c in enumerate(["<|endoftext|>", "<|im_start|>", "<|im_end|>"])],
+    "normalizer": {"type": "NFC"},
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": "(?i:'s|'t)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s+(?!\\S)|\\s+"},
+         "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+    "post_processor": None,
+    "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+    "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+              "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+              "vocab": vocab, "merges": [["h", "e"], ["he", "j"], [byte_level(" "), "d"]]},
+}
+out("bpe_tokenizer_fuzz", "tiny", b"\x00" + json.dumps(tiny, ensure_ascii=False).encode() + b"\0" + "hej på dig<|im_end|>!".encode())
+out("bpe_tokenizer_fuzz", "fixture_text", b"\x01" + "Kongl. Maj:ts nådiga förordning<|im_start|>user\n 12 'S  \r\n".encode())
+out("bpe_tokenizer_fuzz", "fixture_mixed", b"\x01" + "e\u0301 Å ﬁ 漢字 😀\t\u00a0x".encode())

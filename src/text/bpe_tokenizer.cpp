@@ -48,6 +48,23 @@ struct AddedToken {
   int32_t id;
 };
 
+// obj[key] as a string or a bool, `def` when absent or null; another type is an error naming the
+// key (nlohmann's value() would throw).
+Result<std::string> string_field(const nlohmann::json& obj, const char* key, const std::string& src) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::string();
+  if (!it->is_string())
+    return invalid_file("tokenizer.json field '", key, "' must be a string, got ", dump_json(*it)).with_file(src);
+  return it->get<std::string>();
+}
+Result<bool> bool_field(const nlohmann::json& obj, const char* key, bool def, const std::string& src) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return def;
+  if (!it->is_boolean())
+    return invalid_file("tokenizer.json field '", key, "' must be true or false, got ", dump_json(*it)).with_file(src);
+  return it->get<bool>();
+}
+
 // tokenizer.json -> BpeParts: refuses what the parts cannot express, naming the field.
 Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string& src) {
   auto field = [&](const nlohmann::json& obj, const char* key) -> const nlohmann::json* {
@@ -95,7 +112,7 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
       if (!t.is_object()) return invalid_file("added token ", dump_json(t), " is not an object").with_file(src);
       for (const char* flag : {"lstrip", "rstrip", "single_word"})
         if (const auto* f = field(t, flag); f && *f == true)
-          return unsupported("added token ", dump_json(t.value("content", "")), " with ", flag).with_file(src);
+          return unsupported("added token ", dump_json(t), " with ", flag).with_file(src);
       if (!t.contains("content") || !t["content"].is_string() || !t.contains("id") || !t["id"].is_number_integer() ||
           t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > std::numeric_limits<int32_t>::max())
         return invalid_file("added token without content or a valid id: ", dump_json(t)).with_file(src);
@@ -104,25 +121,29 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
   }
   // normalizer
   if (const auto* n = field(j, "normalizer")) {
-    if (!n->is_object() || n->value("type", "") != "NFC")
-      return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
+    if (!n->is_object()) return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
+    QUILL_ASSIGN_OR_RETURN(const std::string type, string_field(*n, "type", src));
+    if (type != "NFC") return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
     parts.nfc = true;
   }
   // pre-tokenizer: [Split(Regex, Isolated)] + ByteLevel
   const nlohmann::json* pre = field(j, "pre_tokenizer");
   if (!pre || !pre->is_object()) return unsupported("a BPE tokenizer without a pre-tokenizer").with_file(src);
   std::vector<nlohmann::json> steps;
-  if (pre->value("type", "") == "Sequence" && pre->contains("pretokenizers") && (*pre)["pretokenizers"].is_array())
+  QUILL_ASSIGN_OR_RETURN(const std::string pre_type, string_field(*pre, "type", src));
+  if (pre_type == "Sequence" && pre->contains("pretokenizers") && (*pre)["pretokenizers"].is_array())
     steps.assign((*pre)["pretokenizers"].begin(), (*pre)["pretokenizers"].end());
   else
     steps.push_back(*pre);
   bool byte_level = false;
   for (const auto& s : steps) {
     if (!s.is_object()) return invalid_file("pre-tokenizer ", dump_json(s), " is not an object").with_file(src);
-    const std::string type = s.value("type", "");
+    QUILL_ASSIGN_OR_RETURN(const std::string type, string_field(s, "type", src));
     if (type == "Split") {
       if (!parts.pattern.empty()) return unsupported("more than one Split pre-tokenizer").with_file(src);
-      if (s.value("behavior", "") != "Isolated" || s.value("invert", false))
+      QUILL_ASSIGN_OR_RETURN(const std::string behavior, string_field(s, "behavior", src));
+      QUILL_ASSIGN_OR_RETURN(const bool invert, bool_field(s, "invert", false, src));
+      if (behavior != "Isolated" || invert)
         return unsupported("Split pre-tokenizer ", dump_json(s), " (only Isolated, not inverted)").with_file(src);
       if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
           !s["pattern"]["Regex"].is_string())
@@ -130,8 +151,10 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
             .with_file(src);
       parts.pattern = s["pattern"]["Regex"].get<std::string>();
     } else if (type == "ByteLevel") {
-      if (s.value("add_prefix_space", false)) return unsupported("ByteLevel add_prefix_space").with_file(src);
-      if (s.value("use_regex", true)) {
+      QUILL_ASSIGN_OR_RETURN(const bool prefix_space, bool_field(s, "add_prefix_space", false, src));
+      QUILL_ASSIGN_OR_RETURN(const bool use_regex, bool_field(s, "use_regex", true, src));
+      if (prefix_space) return unsupported("ByteLevel add_prefix_space").with_file(src);
+      if (use_regex) {
         if (!parts.pattern.empty()) return unsupported("a Split regex and ByteLevel's own regex").with_file(src);
         parts.pattern = kGpt2Pattern;
       }

@@ -88,6 +88,31 @@ TEST(BpeTokenizer, GgufMetadataIsCheckedNamingTheKey) {
   EXPECT_FALSE(BpeTokenizer::from_parts(*parts, "t.gguf").is_ok());
 }
 
+// tokenizer.json fields of the wrong type are errors naming the field, never an exception out of
+// the JSON library (found by fuzz/bpe_tokenizer_fuzz: a boolean pre-tokenizer "type" threw
+// nlohmann's type_error past every caller).
+TEST(BpeTokenizer, JsonFieldsOfTheWrongTypeAreErrorsNamingTheField) {
+  std::ifstream f(test::fixture("tokenizer/tokenizer.json"));
+  const nlohmann::json good = nlohmann::json::parse(f);
+  auto expect_error = [&](const std::function<void(nlohmann::json&)>& edit, const char* phrase) {
+    nlohmann::json j = good;
+    edit(j);
+    Result<std::unique_ptr<BpeTokenizer>> tok = invalid_argument("not run");
+    EXPECT_NO_THROW(tok = BpeTokenizer::from_json(j.dump(), "t.json")) << phrase;
+    ASSERT_FALSE(tok.is_ok()) << phrase;
+    EXPECT_NE(tok.status().to_string().find(phrase), std::string::npos) << tok.status().to_string();
+  };
+  expect_error([](nlohmann::json& j) { j["pre_tokenizer"]["type"] = true; }, "'type' must be a string, got true");
+  expect_error([](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = 3; }, "'behavior'");
+  expect_error([](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][0]["invert"] = "no"; }, "'invert'");
+  expect_error([](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][1]["use_regex"] = 1; }, "'use_regex'");
+  expect_error([](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = "x"; },
+               "'add_prefix_space'");
+  expect_error([](nlohmann::json& j) { j["normalizer"] = {{"type", 7}}; }, "'type' must be a string, got 7");
+  expect_error([](nlohmann::json& j) { j["normalizer"] = nlohmann::json::object(); }, "normalizer {}");
+  expect_error([](nlohmann::json& j) { j["added_tokens"][0]["lstrip"] = true; }, "with lstrip");
+}
+
 TEST(BpeTokenizer, GgufPadFillersAreNotAddedTokens) {
   // convert_hf_to_gguf.py writes "[PAD<id>]" (USER_DEFINED) for ids past the tokenizer's own, up to
   // the model's vocab_size; the tokenizer it came from never matches them in text, so neither does
