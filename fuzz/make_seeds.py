@@ -177,3 +177,14 @@ tiny = {
 out("bpe_tokenizer_fuzz", "tiny", b"\x00" + json.dumps(tiny, ensure_ascii=False).encode() + b"\0" + "hej på dig<|im_end|>!".encode())
 out("bpe_tokenizer_fuzz", "fixture_text", b"\x01" + "Kongl. Maj:ts nådiga förordning<|im_start|>user\n 12 'S  \r\n".encode())
 out("bpe_tokenizer_fuzz", "fixture_mixed", b"\x01" + "e\u0301 Å ﬁ 漢字 😀\t\u00a0x".encode())
+
+
+# ---- model configs: selector byte (0 SD3, 1 FLUX.2, 2 Qwen3, 3 AutoencoderKL, 4 scheduler) + config.json ----
+fixtures = os.path.join(here, "..", "tests", "fixtures")
+for sel, name, rel in [(0, "sd3", "sd3/sd35/config.json"), (0, "sd3_tiny", "sd3/tiny/config.json"),
+                       (1, "flux2", "flux2/double_single/config.json"), (1, "flux2_irregular", "flux2/irregular/config.json"),
+                       (2, "qwen3", "flux2/prompt_models/text_encoder/config.json"),
+                       (3, "vae", "vae/sd3_layout/config.json"), (3, "vae_flux2", "flux2/vae/config.json"),
+                       (4, "scheduler", "flux2/pipeline_models/scheduler/scheduler_config.json")]:
+    with open(os.path.join(fixtures, rel), "rb") as f:
+        out("model_config_fuzz", name, bytes([sel]) + f.read())

@@ -2,22 +2,14 @@
 // tiled decoding in autoencoder_kl_tiled.cpp.
 #include "models/autoencoder_kl.h"
 
+#include "io/json_util.h"
+
 namespace quill {
 
 namespace {
-
-template <typename T>
-Status read_key(const nlohmann::json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::ok();  // keep the default
-  try {
-    out = it->get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    return invalid_file("AutoencoderKL config key '", key, "' has the wrong type: ", e.what());
-  }
-  return Status::ok();
+Status read_key(const nlohmann::json& j, const char* key, auto& out) {
+  return read_json_key(j, key, out, "AutoencoderKL config");
 }
-
 }  // namespace
 
 Result<AutoencoderKLConfig> AutoencoderKLConfig::from_json(const nlohmann::json& j) {

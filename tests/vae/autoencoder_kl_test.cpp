@@ -207,6 +207,13 @@ TEST(Vae, ConfigRejectsUnsupported) {
   ASSERT_TRUE(c.is_ok()) << c.status().to_string();
   EXPECT_EQ(c->shift_factor, 0.0);
   EXPECT_EQ(c->sample_size, 64);
+  // Checked numbers: a float in an integer list, an out-of-range channel count, a string scale.
+  for (const char* bad : {R"({"block_out_channels": [8, 16.5]})", R"({"latent_channels": 1e30})",
+                          R"({"scaling_factor": "0.18"})"}) {
+    auto r = AutoencoderKLConfig::from_json(nlohmann::json::parse(bad));
+    ASSERT_FALSE(r.is_ok()) << bad;
+    EXPECT_NE(r.status().to_string().find("AutoencoderKL config key '"), std::string::npos) << r.status().to_string();
+  }
 }
 
 TEST(Vae, BenchCommandRunsOnAModelFolder) {

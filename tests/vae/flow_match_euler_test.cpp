@@ -71,6 +71,17 @@ TEST(FlowMatchEuler, ConfigErrors) {
             ErrorCode::kUnsupported);
   EXPECT_EQ(FlowMatchEulerConfig::from_json(nlohmann::json::parse(R"({"time_shift_type": "cubic"})")).status().code(),
             ErrorCode::kInvalidFile);
+  // Numbers are checked, not converted: an integer key given 4.7e69 (fuzz/model_config_fuzz: its
+  // float -> int64 conversion was undefined) or 2.5 (silently 2 before), a float key given a string.
+  for (const char* bad : {R"({"max_image_seq_len": 4.7e69})", R"({"num_train_timesteps": 2.5})", R"({"shift": "3"})",
+                          R"({"invert_sigmas": 1})"}) {
+    auto r = FlowMatchEulerConfig::from_json(nlohmann::json::parse(bad));
+    ASSERT_FALSE(r.is_ok()) << bad;
+    const std::string key = nlohmann::json::parse(bad).begin().key();
+    EXPECT_NE(r.status().to_string().find("scheduler config key '" + key + "' must be"), std::string::npos)
+        << r.status().to_string();
+  }
+  EXPECT_TRUE(FlowMatchEulerConfig::from_json(nlohmann::json::parse(R"({"shift": 3, "base_shift": 0})")).is_ok());
   auto cfg = FlowMatchEulerConfig::from_json(nlohmann::json::parse(R"({"use_dynamic_shifting": true})"));
   ASSERT_TRUE(cfg.is_ok());
   FlowMatchEulerScheduler s(*cfg);
