@@ -1,5 +1,6 @@
 // libFuzzer target: the GGUF parser on arbitrary bytes, from memory. Whatever parses must also
-// survive a round trip through the writer unchanged (metadata and tensor bytes).
+// survive a round trip through the writer unchanged (metadata and tensor bytes). Metadata that
+// carries a tokenizer (tokenizer.ggml.*) is also built into a BPE tokenizer and used once.
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "fuzz_util.h"
 #include "io/gguf.h"
 #include "io/json_util.h"
+#include "text/bpe_tokenizer.h"
 
 using namespace quill;
 
@@ -17,7 +19,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const GgufFile& f = **g;
-  (void)dump_json(f.metadata_json());
+  const nlohmann::json meta = f.metadata_json();
+  (void)dump_json(meta);
+  if (gguf_metadata_has_tokenizer(meta)) {
+    auto parts = bpe_parts_from_gguf_metadata(meta, "fuzz.gguf");
+    if (parts) {
+      auto tok = BpeTokenizer::from_parts(*parts, "fuzz.gguf");
+      if (tok) {
+        auto ids = (*tok)->encode("hej p\xc3\xa5 dig 12!<|im_end|>");
+        if (ids)
+          for (int32_t id : *ids)
+            if (id < 0 || id >= (*tok)->vocab_size()) fuzz::fail("a GGUF tokenizer encoded an id outside its vocab");
+      }
+    }
+  }
 
   GgufWriter w(uint32_t(f.alignment()));
   bool writable = true;

@@ -188,3 +188,14 @@ for sel, name, rel in [(0, "sd3", "sd3/sd35/config.json"), (0, "sd3_tiny", "sd3/
                        (4, "scheduler", "flux2/pipeline_models/scheduler/scheduler_config.json")]:
     with open(os.path.join(fixtures, rel), "rb") as f:
         out("model_config_fuzz", name, bytes([sel]) + f.read())
+
+
+# ---- a vocab-only GGUF tokenizer (tokenizer.ggml.*, as llama.cpp's converter writes them) ----
+tok_symbols = sorted({byte_level(c) for c in "hej på dig 0123456789!"})
+tok_tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] + tok_symbols + ["he", "hej"]
+out("gguf_fuzz", "tokenizer", gguf([
+    ("tokenizer.ggml.model", 8, "gpt2"), ("tokenizer.ggml.pre", 8, "qwen2"),
+    ("tokenizer.ggml.tokens", 9, (8, tok_tokens)),
+    ("tokenizer.ggml.token_type", 9, (5, [3, 3, 3] + [1] * (len(tok_tokens) - 3))),
+    ("tokenizer.ggml.merges", 9, (8, ["h e", "he j"])),
+], []))
