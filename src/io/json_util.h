@@ -65,7 +65,7 @@ bool json_to(const nlohmann::json& v, T& out) {
   return true;
 }
 template <typename T>
-const char* json_type_name() {
+std::string json_type_name() {
   if constexpr (std::is_same_v<T, bool>)
     return "true or false";
   else if constexpr (std::is_integral_v<T>)
@@ -75,7 +75,7 @@ const char* json_type_name() {
   else if constexpr (std::is_same_v<T, std::string>)
     return "a string";
   else
-    return "a list";
+    return "a list, each " + json_type_name<typename T::value_type>();
 }
 }  // namespace json_detail
 

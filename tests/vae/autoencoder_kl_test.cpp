@@ -214,6 +214,9 @@ TEST(Vae, ConfigRejectsUnsupported) {
     ASSERT_FALSE(r.is_ok()) << bad;
     EXPECT_NE(r.status().to_string().find("AutoencoderKL config key '"), std::string::npos) << r.status().to_string();
   }
+  auto list = AutoencoderKLConfig::from_json(nlohmann::json::parse(R"({"block_out_channels": [8, 16.5]})"));
+  EXPECT_NE(list.status().to_string().find("must be a list, each an integer in range, got [8,16.5]"), std::string::npos)
+      << list.status().to_string();
 }
 
 TEST(Vae, BenchCommandRunsOnAModelFolder) {
