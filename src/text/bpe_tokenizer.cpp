@@ -48,21 +48,13 @@ struct AddedToken {
   int32_t id;
 };
 
-// obj[key] as a string or a bool, `def` when absent or null; another type is an error naming the
-// key (nlohmann's value() would throw).
-Result<std::string> string_field(const nlohmann::json& obj, const char* key, const std::string& src) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::string();
-  if (!it->is_string())
-    return invalid_file("tokenizer.json field '", key, "' must be a string, got ", dump_json(*it)).with_file(src);
-  return it->get<std::string>();
-}
-Result<bool> bool_field(const nlohmann::json& obj, const char* key, bool def, const std::string& src) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return def;
-  if (!it->is_boolean())
-    return invalid_file("tokenizer.json field '", key, "' must be true or false, got ", dump_json(*it)).with_file(src);
-  return it->get<bool>();
+// obj[key] into `out` (kept when absent or null), checked by the shared config reader: another
+// type is an error naming the key (nlohmann's value() would throw).
+template <typename T>
+Status read_field(const nlohmann::json& obj, const char* key, T& out, const std::string& src) {
+  Status st = read_json_key(obj, key, out, "tokenizer.json");
+  if (!st.is_ok()) st.with_file(src);
+  return st;
 }
 
 // tokenizer.json -> BpeParts: refuses what the parts cannot express, naming the field.
@@ -122,7 +114,8 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
   // normalizer
   if (const auto* n = field(j, "normalizer")) {
     if (!n->is_object()) return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
-    QUILL_ASSIGN_OR_RETURN(const std::string type, string_field(*n, "type", src));
+    std::string type;
+    QUILL_RETURN_IF_ERROR(read_field(*n, "type", type, src));
     if (type != "NFC") return unsupported("normalizer ", dump_json(*n), " (none or NFC)").with_file(src);
     parts.nfc = true;
   }
@@ -130,7 +123,8 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
   const nlohmann::json* pre = field(j, "pre_tokenizer");
   if (!pre || !pre->is_object()) return unsupported("a BPE tokenizer without a pre-tokenizer").with_file(src);
   std::vector<nlohmann::json> steps;
-  QUILL_ASSIGN_OR_RETURN(const std::string pre_type, string_field(*pre, "type", src));
+  std::string pre_type;
+  QUILL_RETURN_IF_ERROR(read_field(*pre, "type", pre_type, src));
   if (pre_type == "Sequence" && pre->contains("pretokenizers") && (*pre)["pretokenizers"].is_array())
     steps.assign((*pre)["pretokenizers"].begin(), (*pre)["pretokenizers"].end());
   else
@@ -138,11 +132,14 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
   bool byte_level = false;
   for (const auto& s : steps) {
     if (!s.is_object()) return invalid_file("pre-tokenizer ", dump_json(s), " is not an object").with_file(src);
-    QUILL_ASSIGN_OR_RETURN(const std::string type, string_field(s, "type", src));
+    std::string type;
+    QUILL_RETURN_IF_ERROR(read_field(s, "type", type, src));
     if (type == "Split") {
       if (!parts.pattern.empty()) return unsupported("more than one Split pre-tokenizer").with_file(src);
-      QUILL_ASSIGN_OR_RETURN(const std::string behavior, string_field(s, "behavior", src));
-      QUILL_ASSIGN_OR_RETURN(const bool invert, bool_field(s, "invert", false, src));
+      std::string behavior;
+      bool invert = false;
+      QUILL_RETURN_IF_ERROR(read_field(s, "behavior", behavior, src));
+      QUILL_RETURN_IF_ERROR(read_field(s, "invert", invert, src));
       if (behavior != "Isolated" || invert)
         return unsupported("Split pre-tokenizer ", dump_json(s), " (only Isolated, not inverted)").with_file(src);
       if (!s.contains("pattern") || !s["pattern"].is_object() || !s["pattern"].contains("Regex") ||
@@ -151,8 +148,9 @@ Result<BpeParts> parse_tokenizer_json(const nlohmann::json& j, const std::string
             .with_file(src);
       parts.pattern = s["pattern"]["Regex"].get<std::string>();
     } else if (type == "ByteLevel") {
-      QUILL_ASSIGN_OR_RETURN(const bool prefix_space, bool_field(s, "add_prefix_space", false, src));
-      QUILL_ASSIGN_OR_RETURN(const bool use_regex, bool_field(s, "use_regex", true, src));
+      bool prefix_space = false, use_regex = true;
+      QUILL_RETURN_IF_ERROR(read_field(s, "add_prefix_space", prefix_space, src));
+      QUILL_RETURN_IF_ERROR(read_field(s, "use_regex", use_regex, src));
       if (prefix_space) return unsupported("ByteLevel add_prefix_space").with_file(src);
       if (use_regex) {
         if (!parts.pattern.empty()) return unsupported("a Split regex and ByteLevel's own regex").with_file(src);
