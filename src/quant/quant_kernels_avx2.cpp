@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/kernels.h"
 #include "quant/formats.h"
 #include "quant/quant_kernels.h"
 
@@ -16,27 +17,21 @@ namespace {
 constexpr int kNr = 16;
 constexpr int kMr = 6;
 
-// Row n, elements [k0, k0 + len), to f32: f32, f16 (F16C) and bf16 (a shift) with vector
-// loads, q8_0 per block; tq2 and fp8 by the scalar decoders. len is a multiple of 8 (of 32 for
-// q8_0) or the row's tail.
+// Row n, elements [k0, k0 + len), to f32: f32 by a copy, f16 and bf16 by linear.cpp's AVX2 row
+// decode (F16C / a shift), q8_0 per block; tq2 and fp8 by the scalar decoders. len is a multiple
+// of 32 for q8_0, or the row's tail.
 void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out) {
   const uint8_t* row = w.data + n * w.row_bytes;
-  int64_t k = 0;
   if (w.dtype == DType::kF32) {
     std::memcpy(out, row + k0 * 4, size_t(len) * 4);
     return;
   }
-  if (w.dtype == DType::kF16) {
-    const auto* h = reinterpret_cast<const uint16_t*>(row) + k0;
-    for (; k + 8 <= len; k += 8)
-      _mm256_store_ps(out + k, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k))));
-  } else if (w.dtype == DType::kBF16) {
-    const auto* h = reinterpret_cast<const uint16_t*>(row) + k0;
-    for (; k + 8 <= len; k += 8) {
-      const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k)));
-      _mm256_store_ps(out + k, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
-    }
-  } else if (w.dtype == DType::kQ8_0) {  // q * d per 32-block, the scalar decoder's one rounding
+  if (w.dtype == DType::kF16 || w.dtype == DType::kBF16) {
+    cpu::avx2::linear_kernels(w.dtype).decode(row + k0 * 2, out, len);
+    return;
+  }
+  int64_t k = 0;
+  if (w.dtype == DType::kQ8_0) {  // q * d per 32-block, the scalar decoder's one rounding
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(row) + k0 / kQ8BlockSize;
     for (; k + kQ8BlockSize <= len; k += kQ8BlockSize, ++blk) {
       const __m256 d = _mm256_set1_ps(f16_to_f32(blk->d));
