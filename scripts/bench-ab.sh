@@ -4,6 +4,8 @@
 # and tq2_0_g128 weights (default mode), medians over ROUNDS. Builds the models of
 # scripts/bench-ternary-rss.sh first if they are missing (needs the tools venv).
 # Usage: scripts/bench-ab.sh OLD_QUILL NEW_QUILL [threads] [rounds]
+# Env: TYPES (bench-gemm --types), SHAPE ("M K N", default "1024 3072 3072"), FORWARD=0 skips the
+# SD3 forwards (GEMM rows only).
 # e.g. an older commit:  git worktree add /tmp/old <commit> && (cd /tmp/old && cmake --preset release &&
 #   cmake --build --preset release --target quill); scripts/bench-ab.sh /tmp/old/build/release/quill build/release/quill
 set -euo pipefail
@@ -12,17 +14,20 @@ OLD=${1:?usage: scripts/bench-ab.sh OLD_QUILL NEW_QUILL [threads] [rounds]}
 NEW=${2:?usage: scripts/bench-ab.sh OLD_QUILL NEW_QUILL [threads] [rounds]}
 THREADS=${3:-2}
 ROUNDS=${4:-3}
+FORWARD=${FORWARD:-1}
+read -r GM GK GN <<<"${SHAPE:-1024 3072 3072}"
 DIR=build/sd3_mid
-[ -f "$DIR.tq2_0_g128.gguf" ] || bash scripts/bench-ternary-rss.sh "$THREADS" >/dev/null
+[ "$FORWARD" = 0 ] || [ -f "$DIR.tq2_0_g128.gguf" ] || bash scripts/bench-ternary-rss.sh "$THREADS" >/dev/null
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), isa $("$NEW" version | sed -n "s/^cpu: isa=\([a-z0-9]*\).*/\1/p"), threads $THREADS, $ROUNDS rounds, $(date -u +%F)"
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), isa $("$NEW" version | sed -n "s/^cpu: isa=\([a-z0-9]*\).*/\1/p"), threads $THREADS, $ROUNDS rounds, bench-gemm M K N = $GM $GK $GN, $(date -u +%F)"
 for r in $(seq "$ROUNDS"); do
   for side in old new; do
     bin=$OLD
     [ "$side" = new ] && bin=$NEW
-    "$bin" bench-gemm --m 1024 --k 3072 --n 3072 --threads "$THREADS" --reps 3 --json \
+    "$bin" bench-gemm --m "$GM" --k "$GK" --n "$GN" --threads "$THREADS" --reps 3 --json \
       --types "${TYPES:-f32-openblas,tq2-exact,tq2-a8,f16}" >"$OUT/gemm.$side.$r.json"
+    [ "$FORWARD" = 0 ] && continue
     for m in f32 tq2_0_g128; do
       model=$DIR
       [ "$m" = f32 ] || model=$DIR.$m.gguf
@@ -31,9 +36,9 @@ for r in $(seq "$ROUNDS"); do
     done
   done
 done
-python3 - "$OUT" "$ROUNDS" <<'PYEOF'
+python3 - "$OUT" "$ROUNDS" "$FORWARD" <<'PYEOF'
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, forward = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
 med = statistics.median
 def gemm(side):
     rows = {}
@@ -50,6 +55,8 @@ for t in new:
     ng = med(g for g, _ in n)
     print(f"{t:16s} {og:11.1f} {ng:11.1f} {ng / og if og else 0:8.2f} "
           f"{(med(x for _, x in o) if o else 0):11.2f} {med(x for _, x in n):11.2f}")
+if not forward:
+    sys.exit(0)
 print(f"{'mid SD3 forward':16s} {'old ms':>11s} {'new ms':>11s} {'old/new':>8s}")
 for m in ("f32", "tq2_0_g128"):
     t = {s: med(json.load(open(f"{out}/fwd.{m}.{s}.{r}.json"))["median_s"] * 1e3 for r in range(1, rounds + 1))

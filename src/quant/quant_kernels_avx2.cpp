@@ -18,8 +18,8 @@ constexpr int kNr = 16;
 constexpr int kMr = 6;
 
 // Row n, elements [k0, k0 + len), to f32: f32 by a copy, f16 and bf16 by linear.cpp's AVX2 row
-// decode (F16C / a shift), q8_0 per block; tq2 and fp8 by the scalar decoders. len is a multiple
-// of 32 for q8_0, or the row's tail.
+// decode (F16C / a shift), q8_0 and tq2 per block (the scalar decoders' one rounding); fp8 by the
+// scalar decoder. len is a multiple of the block, or the row's tail.
 void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float* out) {
   const uint8_t* row = w.data + n * w.row_bytes;
   if (w.dtype == DType::kF32) {
@@ -38,6 +38,22 @@ void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float
       for (int j = 0; j < kQ8BlockSize; j += 8) {
         const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk->qs + j));
         _mm256_store_ps(out + k + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+      }
+    }
+  }
+  if (w.dtype == DType::kTQ2_0_G128) {  // value(code) * d per 128-block, as the scalar decoder
+    const auto* blk = reinterpret_cast<const BlockTq2*>(row) + k0 / kTq2BlockSize;
+    const __m256 lut = _mm256_setr_ps(float(tq2_code_value(0)), float(tq2_code_value(1)), float(tq2_code_value(2)),
+                                      float(tq2_code_value(3)), 0.0f, 0.0f, 0.0f, 0.0f);
+    const __m256i shifts = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+    const __m256i code_mask = _mm256_set1_epi32((1 << kTq2CodeBits) - 1);
+    for (; k + kTq2BlockSize <= len; k += kTq2BlockSize, ++blk) {
+      const __m256 d = _mm256_set1_ps(f16_to_f32(blk->d));
+      for (int j = 0; j < kTq2BlockSize; j += 8) {  // weights j..j+7: the two bytes qs[j/4], qs[j/4 + 1]
+        uint16_t two;
+        std::memcpy(&two, blk->qs + j / kTq2CodesPerByte, sizeof(two));
+        const __m256i codes = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(two), shifts), code_mask);
+        _mm256_store_ps(out + k + j, _mm256_mul_ps(_mm256_permutevar8x32_ps(lut, codes), d));
       }
     }
   }
@@ -96,17 +112,40 @@ inline __m256i lane_mask(int64_t valid) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::max<int64_t>(0, std::min<int64_t>(8, valid)))), idx);
 }
 
-// The full 6 x 16 tile's k loop: c0[i] += x[i][k] * panel[k][0..7], c1[i] += x[i][k] *
-// panel[k][8..15], k = 0 .. kc-1 in order. In assembly because GCC, short of registers (12
-// accumulators, 2 panel vectors and the broadcast take 15 of 16), shuffled accumulators between
-// registers every step; the accumulators pass through memory once per call. Same FMAs in the
-// same order as the intrinsic loop for the other tile heights, so a row's result does not depend
-// on the tile it lands in (batch-invariant).
-inline void fma_loop_6x16(const float* x, int64_t lda, const float* b, int64_t kc, __m256* c0, __m256* c1) {
+// One k step of the full 6 x 16 tile: c0[i] += x[k][i] * panel[k][0..7], c1[i] += x[k][i] *
+// panel[k][8..15] for the slab's 6 rows (x[k][0..5] contiguous), at byte offsets XO into the slab
+// and BO into the panel.
+#define QUILL_FMA_STEP_6X16(XO, BO)                 \
+  "vmovaps " BO "(%[b]), %%ymm12\n\t"              \
+  "vmovaps " BO "+32(%[b]), %%ymm13\n\t"           \
+  "vbroadcastss " XO "(%[x]), %%ymm14\n\t"         \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm6\n\t"       \
+  "vbroadcastss " XO "+4(%[x]), %%ymm15\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm1\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"       \
+  "vbroadcastss " XO "+8(%[x]), %%ymm14\n\t"       \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm2\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm8\n\t"       \
+  "vbroadcastss " XO "+12(%[x]), %%ymm15\n\t"      \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm3\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm9\n\t"       \
+  "vbroadcastss " XO "+16(%[x]), %%ymm14\n\t"      \
+  "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm14, %%ymm10\n\t"      \
+  "vbroadcastss " XO "+20(%[x]), %%ymm15\n\t"      \
+  "vfmadd231ps %%ymm12, %%ymm15, %%ymm5\n\t"       \
+  "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+
+// The full 6 x 16 tile's k loop over one slab (k = 0 .. kc-1 in order; four steps per
+// iteration, then single steps). In assembly because GCC, short of registers (12 accumulators,
+// 2 panel vectors and the broadcast take 15 of 16), shuffled accumulators between registers
+// every step; the accumulators pass through memory once per call. Same FMAs in the same order as
+// the intrinsic loop for the other tile heights, so a row's result does not depend on the tile it
+// lands in (batch-invariant).
+inline void fma_loop_6x16(const float* x, const float* b, int64_t kc, __m256* c0, __m256* c1) {
   if (kc <= 0) return;
-  const float* x3 = x + 3 * lda;
-  const int64_t stride = lda * int64_t(sizeof(float));
-  int64_t n = kc;
+  int64_t n4 = kc / 4, n1 = kc % 4;
   __asm__ volatile(
       "vmovaps 0(%[c0]), %%ymm0\n\t"
       "vmovaps 32(%[c0]), %%ymm1\n\t"
@@ -120,32 +159,27 @@ inline void fma_loop_6x16(const float* x, int64_t lda, const float* b, int64_t k
       "vmovaps 96(%[c1]), %%ymm9\n\t"
       "vmovaps 128(%[c1]), %%ymm10\n\t"
       "vmovaps 160(%[c1]), %%ymm11\n\t"
+      "test %[n4], %[n4]\n\t"
+      "jz 2f\n\t"
       "1:\n\t"
-      "vmovaps (%[b]), %%ymm12\n\t"
-      "vmovaps 32(%[b]), %%ymm13\n\t"
-      "vbroadcastss (%[x0]), %%ymm14\n\t"
-      "vfmadd231ps %%ymm12, %%ymm14, %%ymm0\n\t"
-      "vfmadd231ps %%ymm13, %%ymm14, %%ymm6\n\t"
-      "vbroadcastss (%[x0],%[s],1), %%ymm15\n\t"
-      "vfmadd231ps %%ymm12, %%ymm15, %%ymm1\n\t"
-      "vfmadd231ps %%ymm13, %%ymm15, %%ymm7\n\t"
-      "vbroadcastss (%[x0],%[s],2), %%ymm14\n\t"
-      "vfmadd231ps %%ymm12, %%ymm14, %%ymm2\n\t"
-      "vfmadd231ps %%ymm13, %%ymm14, %%ymm8\n\t"
-      "vbroadcastss (%[x3]), %%ymm15\n\t"
-      "vfmadd231ps %%ymm12, %%ymm15, %%ymm3\n\t"
-      "vfmadd231ps %%ymm13, %%ymm15, %%ymm9\n\t"
-      "vbroadcastss (%[x3],%[s],1), %%ymm14\n\t"
-      "vfmadd231ps %%ymm12, %%ymm14, %%ymm4\n\t"
-      "vfmadd231ps %%ymm13, %%ymm14, %%ymm10\n\t"
-      "vbroadcastss (%[x3],%[s],2), %%ymm15\n\t"
-      "vfmadd231ps %%ymm12, %%ymm15, %%ymm5\n\t"
-      "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
-      "add $64, %[b]\n\t"
-      "add $4, %[x0]\n\t"
-      "add $4, %[x3]\n\t"
-      "dec %[n]\n\t"
+      QUILL_FMA_STEP_6X16("0", "0")
+      QUILL_FMA_STEP_6X16("24", "64")
+      QUILL_FMA_STEP_6X16("48", "128")
+      QUILL_FMA_STEP_6X16("72", "192")
+      "add $256, %[b]\n\t"
+      "add $96, %[x]\n\t"
+      "dec %[n4]\n\t"
       "jnz 1b\n\t"
+      "2:\n\t"
+      "test %[n1], %[n1]\n\t"
+      "jz 4f\n\t"
+      "3:\n\t"
+      QUILL_FMA_STEP_6X16("0", "0")
+      "add $64, %[b]\n\t"
+      "add $24, %[x]\n\t"
+      "dec %[n1]\n\t"
+      "jnz 3b\n\t"
+      "4:\n\t"
       "vmovaps %%ymm0, 0(%[c0])\n\t"
       "vmovaps %%ymm1, 32(%[c0])\n\t"
       "vmovaps %%ymm2, 64(%[c0])\n\t"
@@ -158,36 +192,37 @@ inline void fma_loop_6x16(const float* x, int64_t lda, const float* b, int64_t k
       "vmovaps %%ymm9, 96(%[c1])\n\t"
       "vmovaps %%ymm10, 128(%[c1])\n\t"
       "vmovaps %%ymm11, 160(%[c1])\n\t"
-      : [b] "+r"(b), [x0] "+r"(x), [x3] "+r"(x3), [n] "+r"(n)
-      : [c0] "r"(c0), [c1] "r"(c1), [s] "r"(stride)
+      : [b] "+r"(b), [x] "+r"(x), [n4] "+r"(n4), [n1] "+r"(n1)
+      : [c0] "r"(c0), [c1] "r"(c1)
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
+#undef QUILL_FMA_STEP_6X16
 
+// Activations arrive in slabs of kMr rows (quant_kernels.h): the tile's rows at x[k * kMr + i].
+// A full 16-column tile loads and stores C unmasked: VMASKMOVPS stores are microcoded and slow on
+// AMD cores. Locals for every TileArgs field used after the asm (its "memory" clobber would reload
+// them).
 template <int MR>
 void tile_f32(const TileArgs& a) {
-  const float* x = static_cast<const float*>(a.act) + a.m0 * a.lda + a.k0;
+  const float* x = static_cast<const float*>(a.act) + (a.m0 / kMr * a.K + a.k0) * kMr;
   const float* b = reinterpret_cast<const float*>(a.panel) + a.k0 * kNr;
-  const __m256i mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 8);
-  float* y = a.y + a.m0 * a.ldy + a.n0;
+  const int64_t ldy = a.ldy, nvalid = a.nvalid;
+  const bool full = nvalid == kNr, first = a.first;
+  const __m256i mk0 = lane_mask(nvalid), mk1 = lane_mask(nvalid - 8);
+  float* y = a.y + a.m0 * ldy + a.n0;
   __m256 c0[MR], c1[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    c0[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy, mk0);
-    c1[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy + 8, mk1);
-  }
-  const int64_t kc = a.kc;  // a local: a.kc reloaded every iteration costs a memory operand
-  if constexpr (MR == 6) {
-    fma_loop_6x16(x, a.lda, b, kc, c0, c1);
-  } else {
-    for (int64_t k = 0; k < kc; ++k) {
-      const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m256 xv = _mm256_broadcast_ss(x + i * a.lda + k);
-        c0[i] = _mm256_fmadd_ps(xv, b0, c0[i]);
-        c1[i] = _mm256_fmadd_ps(xv, b1, c1[i]);
-      }
+    if (first) {
+      c0[i] = _mm256_setzero_ps();
+      c1[i] = _mm256_setzero_ps();
+    } else if (full) {
+      c0[i] = _mm256_loadu_ps(y + i * ldy);
+      c1[i] = _mm256_loadu_ps(y + i * ldy + 8);
+    } else {
+      c0[i] = _mm256_maskload_ps(y + i * ldy, mk0);
+      c1[i] = _mm256_maskload_ps(y + i * ldy + 8, mk1);
     }
   }
   __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
@@ -195,10 +230,29 @@ void tile_f32(const TileArgs& a) {
     bias0 = _mm256_maskload_ps(a.bias + a.n0, mk0);
     bias1 = _mm256_maskload_ps(a.bias + a.n0 + 8, mk1);
   }
+  const int64_t kc = a.kc;  // a local: a.kc reloaded every iteration costs a memory operand
+  if constexpr (MR == kMr) {
+    fma_loop_6x16(x, b, kc, c0, c1);
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m256 b0 = _mm256_load_ps(b + k * kNr), b1 = _mm256_load_ps(b + k * kNr + 8);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m256 xv = _mm256_broadcast_ss(x + k * kMr + i);
+        c0[i] = _mm256_fmadd_ps(xv, b0, c0[i]);
+        c1[i] = _mm256_fmadd_ps(xv, b1, c1[i]);
+      }
+    }
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    _mm256_maskstore_ps(y + i * a.ldy, mk0, _mm256_add_ps(c0[i], bias0));
-    _mm256_maskstore_ps(y + i * a.ldy + 8, mk1, _mm256_add_ps(c1[i], bias1));
+    if (full) {
+      _mm256_storeu_ps(y + i * ldy, _mm256_add_ps(c0[i], bias0));
+      _mm256_storeu_ps(y + i * ldy + 8, _mm256_add_ps(c1[i], bias1));
+    } else {
+      _mm256_maskstore_ps(y + i * ldy, mk0, _mm256_add_ps(c0[i], bias0));
+      _mm256_maskstore_ps(y + i * ldy + 8, mk1, _mm256_add_ps(c1[i], bias1));
+    }
   }
 }
 
@@ -221,7 +275,7 @@ void tile(const TileArgs& a) {
 
 size_t pb_f32(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kF32, kNr, K, g); }
 
-const KernelSet kF32{PanelKind::kF32, kNr, kMr, 256, 1, pb_f32, decode_f32, tile};
+const KernelSet kF32{PanelKind::kF32, kNr, kMr, 256, 1, pb_f32, decode_f32, tile, kMr};
 
 }  // namespace
 

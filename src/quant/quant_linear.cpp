@@ -357,10 +357,42 @@ QuantMode quant_mode_for(DType dtype) {
 
 namespace {
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
-// rows are 1 byte per element, the other activation formats 2 to 6.
-int64_t rows_per_pass(PanelKind kind) {
+// rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed f32 rows take
+// up to kSlabBytes (at least 192 rows, so decoding stays a few percent of a pass), whole slabs.
+constexpr size_t kSlabBytes = size_t(8) << 20;
+int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
+  if (kind == PanelKind::kF32) {
+    if (!ks || ks->slab == 0) return M;
+    const int64_t fit = int64_t(kSlabBytes / (size_t(std::max<int64_t>(K, 1)) * sizeof(float)));
+    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(192, fit));
+    return rows / ks->slab * ks->slab;
+  }
   // kI8x3 rows are 3 bytes an element: a third of kI8's rows keeps its buffer no larger.
   return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 3 : 512;
+}
+
+size_t slab_bytes(const KernelSet* ks, int64_t rows, int64_t K) {
+  if (!ks || ks->slab == 0) return 0;
+  return align_up(size_t((rows + ks->slab - 1) / ks->slab * ks->slab * K) * sizeof(float));
+}
+
+// x rows [0, rows) into slabs of `slab` rows (see quant_kernels.h), the last slab zero-padded.
+void pack_slabs(const float* x, int64_t rows, int64_t K, int slab, float* out, ThreadPool& pool) {
+  const int64_t slabs = (rows + slab - 1) / slab;
+  pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* o = out + t * K * slab;
+      for (int i = 0; i < slab; ++i) {
+        const int64_t r = t * slab + i;
+        if (r < rows) {
+          const float* xr = x + r * K;
+          for (int64_t k = 0; k < K; ++k) o[k * slab + i] = xr[k];
+        } else {
+          for (int64_t k = 0; k < K; ++k) o[k * slab + i] = 0.0f;
+        }
+      }
+    }
+  });
 }
 }  // namespace
 
@@ -369,12 +401,13 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
   const int64_t K = W.dim(1);
   const QuantPlan& plan = cpu::kernel_table().quant.plan[size_t(W.dtype())][size_t(mode)];
   const PanelKind kind = plan.kind;
-  const int64_t rows = std::min(std::max<int64_t>(M, 1), rows_per_pass(kind));
+  const KernelSet* ks = plan.kernels;
+  const int64_t rows = std::min(std::max<int64_t>(M, 1), rows_per_pass(kind, ks, K, M));
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
-  if (const KernelSet* ks = plan.kernels)
-    per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
-  return act_bytes(kind, rows, K) + threads * per_thread + kAlign;
+  if (ks) per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
+  const size_t act = kind == PanelKind::kF32 ? slab_bytes(ks, rows, K) : act_bytes(kind, rows, K);
+  return act + threads * per_thread + kAlign;
 }
 
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
@@ -390,9 +423,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   if (kind == PanelKind::kBf16 && K % 2 != 0) return invalid_argument("quant_linear: bf16 a8 needs an even K, got ", K);
   const KernelSet* ks = plan.kernels;
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
-  const int64_t chunk = kind == PanelKind::kF32 ? M : std::min(M, rows_per_pass(kind));
+  const int64_t chunk = std::min(M, rows_per_pass(kind, ks, K, M));
+  const bool slabs = kind == PanelKind::kF32 && ks && ks->slab > 0;
   uint8_t* act = base;
-  uint8_t* work = base + act_bytes(kind, chunk, K);
+  uint8_t* work = base + (kind == PanelKind::kF32 ? slab_bytes(ks, chunk, K) : act_bytes(kind, chunk, K));
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
   // non-AMX kernel).
   const bool use_onednn = plan.onednn;
@@ -416,7 +450,8 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
         }
       });
     }
-    const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
+    if (slabs) pack_slabs(xc, rows, K, ks->slab, reinterpret_cast<float*>(act), pool);
+    const void* a = kind == PanelKind::kF32 && !slabs ? static_cast<const void*>(xc) : act;
     if (use_onednn) {
       QUILL_RETURN_IF_ERROR(onednn_bf16_matmul(static_cast<const uint16_t*>(a), rows, K, lda,
                                                static_cast<const uint16_t*>(W.data()), W.owner(), w.N, bias, yc));
