@@ -5,7 +5,8 @@
 # scripts/bench-ternary-rss.sh first if they are missing (needs the tools venv).
 # Usage: scripts/bench-ab.sh OLD_QUILL NEW_QUILL [threads] [rounds]
 # Env: TYPES (bench-gemm --types), SHAPE ("M K N", default "1024 3072 3072"), FORWARD=0 skips the
-# SD3 forwards (GEMM rows only).
+# SD3 forwards (GEMM rows only), FORWARDS (default "f32 tq2_0_g128"; also q8_0, and NAME.exact for
+# a quantized model under QUILL_TERNARY_MODE=exact).
 # e.g. an older commit:  git worktree add /tmp/old <commit> && (cd /tmp/old && cmake --preset release &&
 #   cmake --build --preset release --target quill); scripts/bench-ab.sh /tmp/old/build/release/quill build/release/quill
 set -euo pipefail
@@ -28,17 +29,19 @@ for r in $(seq "$ROUNDS"); do
     "$bin" bench-gemm --m "$GM" --k "$GK" --n "$GN" --threads "$THREADS" --reps 3 --json \
       --types "${TYPES:-f32-openblas,tq2-exact,tq2-a8,f16}" >"$OUT/gemm.$side.$r.json"
     [ "$FORWARD" = 0 ] && continue
-    for m in f32 tq2_0_g128; do
+    for m in ${FORWARDS:-f32 tq2_0_g128}; do
       model=$DIR
-      [ "$m" = f32 ] || model=$DIR.$m.gguf
-      "$bin" forward --model "$model" --inputs "$DIR/inputs.safetensors" -o "$OUT/o.safetensors" \
+      [ "$m" = f32 ] || model=$DIR.${m%.exact}.gguf
+      mode=${QUILL_TERNARY_MODE:-}
+      [ "${m%.exact}" = "$m" ] || mode=exact
+      QUILL_TERNARY_MODE=$mode "$bin" forward --model "$model" --inputs "$DIR/inputs.safetensors" -o "$OUT/o.safetensors" \
         --threads "$THREADS" --repeat 3 --json >"$OUT/fwd.$m.$side.$r.json"
     done
   done
 done
-python3 - "$OUT" "$ROUNDS" "$FORWARD" <<'PYEOF'
+python3 - "$OUT" "$ROUNDS" "$FORWARD" "${FORWARDS:-f32 tq2_0_g128}" <<'PYEOF'
 import json, statistics, sys
-out, rounds, forward = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0"
+out, rounds, forward, models = sys.argv[1], int(sys.argv[2]), sys.argv[3] != "0", sys.argv[4].split()
 med = statistics.median
 def gemm(side):
     rows = {}
@@ -58,7 +61,7 @@ for t in new:
 if not forward:
     sys.exit(0)
 print(f"{'mid SD3 forward':16s} {'old ms':>11s} {'new ms':>11s} {'old/new':>8s}")
-for m in ("f32", "tq2_0_g128"):
+for m in models:
     t = {s: med(json.load(open(f"{out}/fwd.{m}.{s}.{r}.json"))["median_s"] * 1e3 for r in range(1, rounds + 1))
          for s in ("old", "new")}
     print(f"{m:16s} {t['old']:11.1f} {t['new']:11.1f} {t['old'] / t['new']:8.2f}")

@@ -56,7 +56,7 @@ struct KernelSet {
   size_t (*panel_bytes)(int64_t K, int64_t group);
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
-  int slab = 0;  // kF32 only: rows per activation slab (see the top); 0 reads x as is
+  int slab = 0;  // kF32 only: rows per activation slab (see the top; at most 16); 0 reads x as is
 };
 
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);

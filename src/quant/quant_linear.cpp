@@ -377,19 +377,19 @@ size_t slab_bytes(const KernelSet* ks, int64_t rows, int64_t K) {
 }
 
 // x rows [0, rows) into slabs of `slab` rows (see quant_kernels.h), the last slab zero-padded.
+// k outer, so the slab is written in order while its rows are read as `slab` forward streams.
 void pack_slabs(const float* x, int64_t rows, int64_t K, int slab, float* out, ThreadPool& pool) {
   const int64_t slabs = (rows + slab - 1) / slab;
   pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
+    constexpr int kMaxSlab = 16;
+    const float* src[kMaxSlab];
     for (int64_t t = t0; t < t1; ++t) {
       float* o = out + t * K * slab;
-      for (int i = 0; i < slab; ++i) {
-        const int64_t r = t * slab + i;
-        if (r < rows) {
-          const float* xr = x + r * K;
-          for (int64_t k = 0; k < K; ++k) o[k * slab + i] = xr[k];
-        } else {
-          for (int64_t k = 0; k < K; ++k) o[k * slab + i] = 0.0f;
-        }
+      const int live = int(std::min<int64_t>(slab, rows - t * slab));
+      for (int i = 0; i < live; ++i) src[i] = x + (t * slab + i) * K;
+      for (int64_t k = 0; k < K; ++k, o += slab) {
+        for (int i = 0; i < live; ++i) o[i] = src[i][k];
+        for (int i = live; i < slab; ++i) o[i] = 0.0f;
       }
     }
   });

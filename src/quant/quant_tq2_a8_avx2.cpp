@@ -42,13 +42,21 @@ void tile_i8(const TileArgs& a) {
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / kG) * kNr;
   const __m256i mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 8);
-  float* y = a.y + a.m0 * a.ldy + a.n0;
-  const int64_t lda = a.lda;
+  const int64_t lda = a.lda, ldy = a.ldy;
+  const bool full = a.nvalid == kNr;  // full tiles load and store C unmasked (VMASKMOVPS is slow on AMD)
+  float* y = a.y + a.m0 * ldy + a.n0;
   __m256 f0[MR], f1[MR];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    f0[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy, mk0);
-    f1[i] = a.first ? _mm256_setzero_ps() : _mm256_maskload_ps(y + i * a.ldy + 8, mk1);
+    if (a.first) {
+      f0[i] = f1[i] = _mm256_setzero_ps();
+    } else if (full) {
+      f0[i] = _mm256_loadu_ps(y + i * ldy);
+      f1[i] = _mm256_loadu_ps(y + i * ldy + 8);
+    } else {
+      f0[i] = _mm256_maskload_ps(y + i * ldy, mk0);
+      f1[i] = _mm256_maskload_ps(y + i * ldy + 8, mk1);
+    }
   }
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t g = 0; g < a.kc / kG; ++g) {
@@ -94,8 +102,13 @@ void tile_i8(const TileArgs& a) {
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    _mm256_maskstore_ps(y + i * a.ldy, mk0, f0[i]);
-    _mm256_maskstore_ps(y + i * a.ldy + 8, mk1, f1[i]);
+    if (full) {
+      _mm256_storeu_ps(y + i * ldy, f0[i]);
+      _mm256_storeu_ps(y + i * ldy + 8, f1[i]);
+    } else {
+      _mm256_maskstore_ps(y + i * ldy, mk0, f0[i]);
+      _mm256_maskstore_ps(y + i * ldy + 8, mk1, f1[i]);
+    }
   }
 }
 
