@@ -6,10 +6,12 @@
 //   kI8      [K/4][nr][4] int8 codes, then f32 d[K/G][nr] (group scales), then f32 c[nr] where
 //            c[n] = 128 * sum_g d[g][n] * sum_{k in g} w[n, k] (the correction for u8 activations).
 //   kI8x3    [K/4][nr][4] u8 codes w + 1 (tq2), then f32 d[K/G][nr].
-// Activations: kF32 reads x as is, or, where the kernel set has a `slab`, x packed by the driver
-// in slabs of `slab` rows, [M/slab][K][slab] (row i of slab t, element k at (t * K + k) * slab + i;
-// rows past M zero), so one micro-tile's rows are one contiguous stream; kBf16 reads x rounded to bf16 [M][K]; kI8 reads
+// Activations: kF32 reads x as is; kBf16 reads x rounded to bf16 [M][K]; kI8 reads
 // u8 = q + 128 [M][K] with q = round(x / s), s = absmax / 127 per row (scale array beside);
+// where a kF32 or kI8 kernel set has a `slab`, the driver packs those rows into slabs of `slab`
+// rows, 4-byte units (an f32, or a quad of 4 u8: K % 4 == 0) interleaved: unit u of row i of slab
+// t at (t * U + u) * slab + i, U = K (f32) or K / 4 (quads), rows past M zero. One micro-tile's
+// rows are then one contiguous stream;
 // kI8x3 reads x as three int8 digit planes per 128-group with a scale and a sum per group (the
 // exact mode on AVX-512 VNNI without AMX; layout in quant_exact_i8_avx512.cpp).
 #pragma once
@@ -56,7 +58,7 @@ struct KernelSet {
   size_t (*panel_bytes)(int64_t K, int64_t group);
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
-  int slab = 0;  // kF32 only: rows per activation slab (see the top; at most 16); 0 reads x as is
+  int slab = 0;  // kF32 / kI8: rows per activation slab (see the top; at most 16); 0: rows as they are
 };
 
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);

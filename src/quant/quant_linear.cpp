@@ -356,40 +356,48 @@ QuantMode quant_mode_for(DType dtype) {
 }
 
 namespace {
+// Slab packing (quant_kernels.h) moves 4-byte units: an f32 (kF32) or a quad of 4 u8 (kI8).
+bool uses_slabs(PanelKind kind, const KernelSet* ks) {
+  return ks && ks->slab > 0 && (kind == PanelKind::kF32 || kind == PanelKind::kI8);
+}
+int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? K / 4 : K; }
+
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
-// rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed f32 rows take
-// up to kSlabBytes (at least 192 rows, so decoding stays a few percent of a pass), whole slabs.
+// rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed rows take up to
+// kSlabBytes (at least 192 rows, so decoding stays a few percent of a pass), whole slabs.
 constexpr size_t kSlabBytes = size_t(8) << 20;
 int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
-  if (kind == PanelKind::kF32) {
-    if (!ks || ks->slab == 0) return M;
-    const int64_t fit = int64_t(kSlabBytes / (size_t(std::max<int64_t>(K, 1)) * sizeof(float)));
-    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(192, fit));
+  if (uses_slabs(kind, ks)) {
+    const size_t row_bytes = size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4;
+    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(192, int64_t(kSlabBytes / row_bytes)));
     return rows / ks->slab * ks->slab;
   }
+  if (kind == PanelKind::kF32) return M;
   // kI8x3 rows are 3 bytes an element: a third of kI8's rows keeps its buffer no larger.
   return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 3 : 512;
 }
 
-size_t slab_bytes(const KernelSet* ks, int64_t rows, int64_t K) {
-  if (!ks || ks->slab == 0) return 0;
-  return align_up(size_t((rows + ks->slab - 1) / ks->slab * ks->slab * K) * sizeof(float));
+size_t slab_bytes(PanelKind kind, const KernelSet* ks, int64_t rows, int64_t K) {
+  if (!uses_slabs(kind, ks)) return 0;
+  return align_up(size_t((rows + ks->slab - 1) / ks->slab * ks->slab * slab_units(kind, K)) * 4);
 }
 
-// x rows [0, rows) into slabs of `slab` rows (see quant_kernels.h), the last slab zero-padded.
-// k outer, so the slab is written in order while its rows are read as `slab` forward streams.
-void pack_slabs(const float* x, int64_t rows, int64_t K, int slab, float* out, ThreadPool& pool) {
+// Rows [0, rows) of `units` 4-byte units each (row r at src + r * stride) into slabs of `slab`
+// rows, [slab index][unit][row in slab]; the last slab zero-padded. Unit outer, so each slab is
+// written in order while its rows are read as `slab` forward streams.
+void pack_slabs(const uint32_t* src, int64_t rows, int64_t units, int64_t stride, int slab, uint32_t* out,
+                ThreadPool& pool) {
   const int64_t slabs = (rows + slab - 1) / slab;
   pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
     constexpr int kMaxSlab = 16;
-    const float* src[kMaxSlab];
+    const uint32_t* row[kMaxSlab];
     for (int64_t t = t0; t < t1; ++t) {
-      float* o = out + t * K * slab;
+      uint32_t* o = out + t * units * slab;
       const int live = int(std::min<int64_t>(slab, rows - t * slab));
-      for (int i = 0; i < live; ++i) src[i] = x + (t * slab + i) * K;
-      for (int64_t k = 0; k < K; ++k, o += slab) {
-        for (int i = 0; i < live; ++i) o[i] = src[i][k];
-        for (int i = live; i < slab; ++i) o[i] = 0.0f;
+      for (int i = 0; i < live; ++i) row[i] = src + (t * slab + i) * stride;
+      for (int64_t u = 0; u < units; ++u, o += slab) {
+        for (int i = 0; i < live; ++i) o[i] = row[i][u];
+        for (int i = live; i < slab; ++i) o[i] = 0;
       }
     }
   });
@@ -406,8 +414,7 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
   if (ks) per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
-  const size_t act = kind == PanelKind::kF32 ? slab_bytes(ks, rows, K) : act_bytes(kind, rows, K);
-  return act + threads * per_thread + kAlign;
+  return act_bytes(kind, rows, K) + slab_bytes(kind, ks, rows, K) + threads * per_thread + kAlign;
 }
 
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
@@ -424,9 +431,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   const KernelSet* ks = plan.kernels;
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
   const int64_t chunk = std::min(M, rows_per_pass(kind, ks, K, M));
-  const bool slabs = kind == PanelKind::kF32 && ks && ks->slab > 0;
-  uint8_t* act = base;
-  uint8_t* work = base + (kind == PanelKind::kF32 ? slab_bytes(ks, chunk, K) : act_bytes(kind, chunk, K));
+  const bool slabs = uses_slabs(kind, ks);
+  uint8_t* act = base;  // activations as prepared, row after row (none for kF32)
+  uint8_t* slab = act + act_bytes(kind, chunk, K);
+  uint8_t* work = slab + slab_bytes(kind, ks, chunk, K);
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
   // non-AMX kernel).
   const bool use_onednn = plan.onednn;
@@ -450,8 +458,13 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
         }
       });
     }
-    if (slabs) pack_slabs(xc, rows, K, ks->slab, reinterpret_cast<float*>(act), pool);
-    const void* a = kind == PanelKind::kF32 && !slabs ? static_cast<const void*>(xc) : act;
+    const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
+    if (slabs) {
+      const int64_t stride = kind == PanelKind::kF32 ? K : lda / 4;
+      pack_slabs(static_cast<const uint32_t*>(a), rows, slab_units(kind, K), stride, ks->slab,
+                 reinterpret_cast<uint32_t*>(slab), pool);
+      a = slab;
+    }
     if (use_onednn) {
       QUILL_RETURN_IF_ERROR(onednn_bf16_matmul(static_cast<const uint16_t*>(a), rows, K, lda,
                                                static_cast<const uint16_t*>(W.data()), W.owner(), w.N, bias, yc));

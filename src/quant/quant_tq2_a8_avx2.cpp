@@ -38,11 +38,12 @@ inline __m256i lane_mask(int64_t valid) {
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
 template <int MR>
 void tile_i8(const TileArgs& a) {
-  const auto* x = static_cast<const uint8_t*>(a.act) + a.m0 * a.lda + a.k0;
+  // x arrives in slabs of kMr rows (quant_kernels.h): quad q of the tile's row i at x + (q * kMr + i) * 4.
+  const auto* x = static_cast<const uint8_t*>(a.act) + (a.m0 / kMr * (a.K / 4) + a.k0 / 4) * kMr * 4;
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / kG) * kNr;
   const __m256i mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 8);
-  const int64_t lda = a.lda, ldy = a.ldy;
+  const int64_t ldy = a.ldy;
   const bool full = a.nvalid == kNr;  // full tiles load and store C unmasked (VMASKMOVPS is slow on AMD)
   float* y = a.y + a.m0 * ldy + a.n0;
   __m256 f0[MR], f1[MR];
@@ -63,7 +64,7 @@ void tile_i8(const TileArgs& a) {
     __m256i s0[MR], s1[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) s0[i] = s1[i] = _mm256_setzero_si256();
-    const uint8_t* xg = x + g * kG;
+    const uint8_t* xg = x + g * (kG / 4) * kMr * 4;
 #pragma GCC unroll 4
     for (int q = 0; q < kG / 4; ++q) {
       const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + q * kNr));
@@ -71,7 +72,7 @@ void tile_i8(const TileArgs& a) {
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         int32_t quad;
-        std::memcpy(&quad, xg + i * lda + 4 * q, 4);
+        std::memcpy(&quad, xg + (q * kMr + i) * 4, 4);
         const __m256i xv = _mm256_set1_epi32(quad);
         s0[i] = _mm256_add_epi16(s0[i], _mm256_maddubs_epi16(xv, b0));
         s1[i] = _mm256_add_epi16(s1[i], _mm256_maddubs_epi16(xv, b1));
@@ -125,7 +126,7 @@ void tile(const TileArgs& a) {
 
 size_t pb_i8(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kI8, kNr, K, g); }
 
-const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMr, 1024, kG, pb_i8, decode_i8_tq2, tile};
+const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMr, 1024, kG, pb_i8, decode_i8_tq2, tile, kMr};
 
 }  // namespace
 

@@ -26,8 +26,8 @@ bool bf16_activations(const Tensor& W) {
 
 // Block-quantized and row-scaled (fp8) weights go through quant_linear, bf16 ones in A8 mode too.
 // f16 and exact bf16 weights do not: f32 panels + OpenBLAS sgemm (AVX2 Zen 3, M = 1024,
-// K = N = 3072: 0.97x sgemm, level with quant_linear's fused f16 kernel at 0.99x since its
-// activation slabs; it was 0.71x before, docs/PERFORMANCE.md).
+// K = N = 3072: 0.97-1.01x sgemm, level with quant_linear's fused f16 kernel at 0.96-0.99x
+// since its activation slabs; it was 0.71x before, docs/PERFORMANCE.md).
 bool uses_quant_linear(const Tensor& W) {
   return ((dtype_traits(W.dtype()).is_quantized || W.dtype() == DType::kF8E4M3) &&
           quant::quant_linear_supports(W.dtype())) ||
