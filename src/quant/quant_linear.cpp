@@ -382,22 +382,23 @@ size_t slab_bytes(PanelKind kind, const KernelSet* ks, int64_t rows, int64_t K) 
   return align_up(size_t((rows + ks->slab - 1) / ks->slab * ks->slab * slab_units(kind, K)) * 4);
 }
 
-// Rows [0, rows) of `units` 4-byte units each (row r at src + r * stride) into slabs of `slab`
-// rows, [slab index][unit][row in slab]; the last slab zero-padded. Unit outer, so each slab is
-// written in order while its rows are read as `slab` forward streams.
-void pack_slabs(const uint32_t* src, int64_t rows, int64_t units, int64_t stride, int slab, uint32_t* out,
+// Rows [0, rows) of `units` 4-byte units each (row r at src + r * stride bytes) into slabs of
+// `slab` rows, [slab index][unit][row in slab]; the last slab zero-padded. Unit outer, so each
+// slab is written in order while its rows are read as `slab` forward streams. Bytes, moved 4 at a
+// time by memcpy: the units are floats or u8 quads, never read here as either.
+void pack_slabs(const uint8_t* src, int64_t rows, int64_t units, int64_t stride, int slab, uint8_t* out,
                 ThreadPool& pool) {
   const int64_t slabs = (rows + slab - 1) / slab;
   pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
     constexpr int kMaxSlab = 16;
-    const uint32_t* row[kMaxSlab];
+    const uint8_t* row[kMaxSlab];
     for (int64_t t = t0; t < t1; ++t) {
-      uint32_t* o = out + t * units * slab;
+      uint8_t* o = out + t * units * slab * 4;
       const int live = int(std::min<int64_t>(slab, rows - t * slab));
       for (int i = 0; i < live; ++i) row[i] = src + (t * slab + i) * stride;
-      for (int64_t u = 0; u < units; ++u, o += slab) {
-        for (int i = 0; i < live; ++i) o[i] = row[i][u];
-        for (int i = live; i < slab; ++i) o[i] = 0;
+      for (int64_t u = 0; u < units; ++u, o += slab * 4) {
+        for (int i = 0; i < live; ++i) std::memcpy(o + i * 4, row[i] + u * 4, 4);
+        std::memset(o + live * 4, 0, size_t(slab - live) * 4);
       }
     }
   });
@@ -460,9 +461,8 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
     if (slabs) {
-      const int64_t stride = kind == PanelKind::kF32 ? K : lda / 4;
-      pack_slabs(static_cast<const uint32_t*>(a), rows, slab_units(kind, K), stride, ks->slab,
-                 reinterpret_cast<uint32_t*>(slab), pool);
+      const int64_t stride = kind == PanelKind::kF32 ? K * int64_t(sizeof(float)) : lda;  // bytes
+      pack_slabs(static_cast<const uint8_t*>(a), rows, slab_units(kind, K), stride, ks->slab, slab, pool);
       a = slab;
     }
     if (use_onednn) {
