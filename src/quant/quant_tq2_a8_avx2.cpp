@@ -23,7 +23,8 @@ namespace {
 constexpr int kNr = 16;
 constexpr int kG = kTq2BlockSize;  // 128
 // 3 rows x 2 halves x (int16 + f32) accumulators, 2 weights, 1 x: 15 of 16 ymm. Keeping the f32
-// sums in memory to fit 4-6 rows measured slower (1.5-1.9x sgemm against 2.0-2.7x).
+// sums in memory to fit 4-6 rows measured slower (1.5-1.9x sgemm against 2.0-2.7x), and again
+// with slab-packed x (6 rows: 0.90x of this tile, won 2 of 9 pairs in scripts/bench-pair.sh).
 constexpr int kMr = 3;
 
 void decode_i8_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
