@@ -8,13 +8,14 @@
 
 #include "backend/cpu/kernels.h"
 #include "quant/formats.h"
+#include "quant/panel_avx2.h"
 #include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx2 {
 
 namespace {
 
-constexpr int kNr = 16;
+constexpr int kNr = kPanelNr;
 constexpr int kMr = 6;
 
 // Row n, elements [k0, k0 + len), to f32: f32 by a copy, f16 and bf16 by linear.cpp's AVX2 row
@@ -107,14 +108,10 @@ void decode_f32(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
   }
 }
 
-inline __m256i lane_mask(int64_t valid) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::max<int64_t>(0, std::min<int64_t>(8, valid)))), idx);
-}
-
 // One k step of the full 6 x 16 tile: c0[i] += x[k][i] * panel[k][0..7], c1[i] += x[k][i] *
 // panel[k][8..15] for the slab's 6 rows (x[k][0..5] contiguous), at byte offsets XO into the slab
 // and BO into the panel.
+// clang-format off
 #define QUILL_FMA_STEP_6X16(XO, BO)                 \
   "vmovaps " BO "(%[b]), %%ymm12\n\t"              \
   "vmovaps " BO "+32(%[b]), %%ymm13\n\t"           \
@@ -136,6 +133,7 @@ inline __m256i lane_mask(int64_t valid) {
   "vbroadcastss " XO "+20(%[x]), %%ymm15\n\t"      \
   "vfmadd231ps %%ymm12, %%ymm15, %%ymm5\n\t"       \
   "vfmadd231ps %%ymm13, %%ymm15, %%ymm11\n\t"
+// clang-format on
 
 // The full 6 x 16 tile's k loop over one slab (k = 0 .. kc-1 in order; four steps per
 // iteration, then single steps). In assembly because GCC, short of registers (12 accumulators,
@@ -200,36 +198,18 @@ inline void fma_loop_6x16(const float* x, const float* b, int64_t kc, __m256* c0
 #undef QUILL_FMA_STEP_6X16
 
 // Activations arrive in slabs of kMr rows (quant_kernels.h): the tile's rows at x[k * kMr + i].
-// A full 16-column tile loads and stores C unmasked: VMASKMOVPS stores are microcoded and slow on
-// AMD cores. Locals for every TileArgs field used after the asm (its "memory" clobber would reload
-// them).
+// Locals for every TileArgs field used after the asm (its "memory" clobber would reload them).
 template <int MR>
 void tile_f32(const TileArgs& a) {
   const float* x = static_cast<const float*>(a.act) + (a.m0 / kMr * a.K + a.k0) * kMr;
   const float* b = reinterpret_cast<const float*>(a.panel) + a.k0 * kNr;
-  const int64_t ldy = a.ldy, nvalid = a.nvalid;
-  const bool full = nvalid == kNr, first = a.first;
-  const __m256i mk0 = lane_mask(nvalid), mk1 = lane_mask(nvalid - 8);
+  const int64_t ldy = a.ldy;
+  const TileColumns cols = tile_columns(a.nvalid);
   float* y = a.y + a.m0 * ldy + a.n0;
   __m256 c0[MR], c1[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    if (first) {
-      c0[i] = _mm256_setzero_ps();
-      c1[i] = _mm256_setzero_ps();
-    } else if (full) {
-      c0[i] = _mm256_loadu_ps(y + i * ldy);
-      c1[i] = _mm256_loadu_ps(y + i * ldy + 8);
-    } else {
-      c0[i] = _mm256_maskload_ps(y + i * ldy, mk0);
-      c1[i] = _mm256_maskload_ps(y + i * ldy + 8, mk1);
-    }
-  }
-  __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
-  if (a.last && a.bias) {
-    bias0 = _mm256_maskload_ps(a.bias + a.n0, mk0);
-    bias1 = _mm256_maskload_ps(a.bias + a.n0 + 8, mk1);
-  }
+  load_tile<MR>(a.first, y, ldy, cols, c0, c1);
+  __m256 bias0, bias1;
+  load_bias(a.last ? a.bias : nullptr, a.n0, cols, bias0, bias1);
   const int64_t kc = a.kc;  // a local: a.kc reloaded every iteration costs a memory operand
   if constexpr (MR == kMr) {
     fma_loop_6x16(x, b, kc, c0, c1);
@@ -245,15 +225,11 @@ void tile_f32(const TileArgs& a) {
     }
   }
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    if (full) {
-      _mm256_storeu_ps(y + i * ldy, _mm256_add_ps(c0[i], bias0));
-      _mm256_storeu_ps(y + i * ldy + 8, _mm256_add_ps(c1[i], bias1));
-    } else {
-      _mm256_maskstore_ps(y + i * ldy, mk0, _mm256_add_ps(c0[i], bias0));
-      _mm256_maskstore_ps(y + i * ldy + 8, mk1, _mm256_add_ps(c1[i], bias1));
-    }
+  for (int i = 0; i < MR; ++i) {  // + 0 without a bias or before the last block, as always
+    c0[i] = _mm256_add_ps(c0[i], bias0);
+    c1[i] = _mm256_add_ps(c1[i], bias1);
   }
+  store_tile<MR>(y, ldy, cols, c0, c1);
 }
 
 void tile(const TileArgs& a) {

@@ -14,13 +14,14 @@
 #include <cstring>
 
 #include "quant/formats.h"
+#include "quant/panel_avx2.h"
 #include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx2 {
 
 namespace {
 
-constexpr int kNr = 16;
+constexpr int kNr = kPanelNr;
 constexpr int kG = kTq2BlockSize;  // 128
 // 3 rows x 2 halves x (int16 + f32) accumulators, 2 weights, 1 x: 15 of 16 ymm. Keeping the f32
 // sums in memory to fit 4-6 rows measured slower (1.5-1.9x sgemm against 2.0-2.7x), and again
@@ -31,11 +32,6 @@ void decode_i8_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel
   decode_i8_tq2_panel(w, n0, rows, kNr, panel);
 }
 
-inline __m256i lane_mask(int64_t valid) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::max<int64_t>(0, std::min<int64_t>(8, valid)))), idx);
-}
-
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
 template <int MR>
 void tile_i8(const TileArgs& a) {
@@ -43,23 +39,11 @@ void tile_i8(const TileArgs& a) {
   const auto* x = static_cast<const uint8_t*>(a.act) + (a.m0 / kMr * (a.K / 4) + a.k0 / 4) * kMr * 4;
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / kG) * kNr;
-  const __m256i mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 8);
   const int64_t ldy = a.ldy;
-  const bool full = a.nvalid == kNr;  // full tiles load and store C unmasked (VMASKMOVPS is slow on AMD)
+  const TileColumns cols = tile_columns(a.nvalid);
   float* y = a.y + a.m0 * ldy + a.n0;
   __m256 f0[MR], f1[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    if (a.first) {
-      f0[i] = f1[i] = _mm256_setzero_ps();
-    } else if (full) {
-      f0[i] = _mm256_loadu_ps(y + i * ldy);
-      f1[i] = _mm256_loadu_ps(y + i * ldy + 8);
-    } else {
-      f0[i] = _mm256_maskload_ps(y + i * ldy, mk0);
-      f1[i] = _mm256_maskload_ps(y + i * ldy + 8, mk1);
-    }
-  }
+  load_tile<MR>(a.first, y, ldy, cols, f0, f1);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t g = 0; g < a.kc / kG; ++g) {
     __m256i s0[MR], s1[MR];
@@ -90,11 +74,8 @@ void tile_i8(const TileArgs& a) {
   if (a.last) {
     const float* c = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.K / kG) * kNr;
     const __m256 c0 = _mm256_load_ps(c), c1 = _mm256_load_ps(c + 8);
-    __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
-    if (a.bias) {
-      bias0 = _mm256_maskload_ps(a.bias + a.n0, mk0);
-      bias1 = _mm256_maskload_ps(a.bias + a.n0 + 8, mk1);
-    }
+    __m256 bias0, bias1;
+    load_bias(a.bias, a.n0, cols, bias0, bias1);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m256 s = _mm256_set1_ps(a.act_scale[a.m0 + i]);
@@ -102,16 +83,7 @@ void tile_i8(const TileArgs& a) {
       f1[i] = _mm256_fmadd_ps(_mm256_sub_ps(f1[i], c1), s, bias1);
     }
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    if (full) {
-      _mm256_storeu_ps(y + i * ldy, f0[i]);
-      _mm256_storeu_ps(y + i * ldy + 8, f1[i]);
-    } else {
-      _mm256_maskstore_ps(y + i * ldy, mk0, f0[i]);
-      _mm256_maskstore_ps(y + i * ldy + 8, mk1, f1[i]);
-    }
-  }
+  store_tile<MR>(y, ldy, cols, f0, f1);
 }
 
 void tile(const TileArgs& a) {

@@ -32,15 +32,11 @@ std::vector<uint8_t> random_rows(DType dt, int64_t N, int64_t K, uint32_t seed) 
   std::mt19937 rng(seed);
   for (auto& b : data) b = uint8_t(rng());
   // Put the hostile scales where each format keeps them (every code and element stays random).
-  int64_t i = 0;
-  if (dt == DType::kTQ2_0_G128)
-    for (auto* b = reinterpret_cast<BlockTq2*>(data.data()); b < reinterpret_cast<BlockTq2*>(data.data() + data.size());
-         ++b)
-      b->d = kScales[size_t(i++) % std::size(kScales)];
-  if (dt == DType::kQ8_0)
-    for (auto* b = reinterpret_cast<BlockQ8_0*>(data.data());
-         b < reinterpret_cast<BlockQ8_0*>(data.data() + data.size()); ++b)
-      b->d = kScales[size_t(i++) % std::size(kScales)];
+  auto set_scales = [&](auto* blocks) {
+    for (size_t b = 0; b < data.size() / sizeof(*blocks); ++b) blocks[b].d = kScales[b % std::size(kScales)];
+  };
+  if (dt == DType::kTQ2_0_G128) set_scales(reinterpret_cast<BlockTq2*>(data.data()));
+  if (dt == DType::kQ8_0) set_scales(reinterpret_cast<BlockQ8_0*>(data.data()));
   return data;
 }
 
