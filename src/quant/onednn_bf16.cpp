@@ -70,7 +70,29 @@ memory reordered_weights(Cache& c, const uint16_t* w, const std::shared_ptr<cons
 
 }  // namespace
 
-bool onednn_bf16_available() { return true; }
+// Whether this oneDNN, on this CPU, has a bf16 matmul at all: it has none on CPUs without bf16
+// support (or capped below it by ONEDNN_MAX_CPU_ISA), and the call would then fail in the forward.
+// Asked once, with the layouts the real calls use.
+bool onednn_bf16_available() {
+  static const bool available = [] {
+    try {
+      const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+      const int64_t M = 1, K = 64, N = 32;
+      const memory::desc a_md({M, K}, memory::data_type::bf16, memory::dims{K, 1});
+      const memory::desc b_any({K, N}, memory::data_type::bf16, memory::format_tag::any);
+      const memory::desc c_md({M, N}, memory::data_type::f32, memory::dims{N, 1});
+#if DNNL_VERSION_MAJOR >= 3
+      const dnnl::matmul::primitive_desc pd(eng, a_md, b_any, c_md);
+#else
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
+#endif
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
 
 Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w,
                           const std::shared_ptr<const void>& w_owner, int64_t N, const float* bias, float* y) {

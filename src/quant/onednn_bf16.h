@@ -15,7 +15,7 @@
 
 namespace quill::quant {
 
-bool onednn_bf16_available();
+bool onednn_bf16_available();  // built with oneDNN, and it has a bf16 matmul on this CPU
 Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, const uint16_t* w,
                           const std::shared_ptr<const void>& w_owner, int64_t N, const float* bias, float* y);
 

@@ -7,6 +7,7 @@
 #include "backend/cpu/conv2d.h"
 #include "backend/cpu/gelu_erf.h"
 #include "backend/cpu/group_norm.h"
+#include "backend/cpu/kernel_table.h"
 #include "backend/cpu/ops.h"
 #include "backend/cpu/resize_bicubic.h"
 #include "backend/cpu/spatial_attention.h"
@@ -44,7 +45,12 @@ size_t quant_scratch_floats(const Tensor& W, const ThreadPool& pool) {
 }
 }  // namespace
 
-CpuBackend::CpuBackend(ThreadPool& pool) : pool_(pool) { cpu::ensure_blas_core(); }
+// The kernel table is chosen here, once per process, so its one-time work (the oneDNN bf16 probe,
+// the AMX permission request) never lands inside a planned forward, which must not allocate.
+CpuBackend::CpuBackend(ThreadPool& pool) : pool_(pool) {
+  cpu::ensure_blas_core();
+  (void)cpu::kernel_table();
+}
 
 std::unique_ptr<OpBackend> make_cpu_backend(ThreadPool& pool) { return std::make_unique<CpuBackend>(pool); }
 
