@@ -6,8 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; SIMDe runs the AVX-512 kernels on AVX2 CPUs (scripts/test-avx512-emulated.sh)
+  libgtest-dev libgmock-dev libbenchmark-dev libsimde-dev
   # core: JSON configs, command line
   nlohmann-json3-dev libcli11-dev
   # dense CPU GEMM and conv

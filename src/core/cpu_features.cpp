@@ -78,7 +78,22 @@ CpuIsa isa_for_features(const CpuFeatures& f) {
   return CpuIsa::kScalar;
 }
 
-CpuIsa cpu_hardware_isa() { return isa_for_features(cpu_features()); }
+CpuIsa cpu_hardware_isa() {
+#if defined(QUILL_EMULATE_AVX512)
+  // The emulation test build: the AVX-512 kernels are AVX2 code (core/avx512_intrinsics.h).
+  // cpu_features() stays the hardware's, so nothing else (OpenBLAS's core, AMX) acts on this.
+  if (isa_for_features(cpu_features()) == CpuIsa::kAvx2) return CpuIsa::kAvx512;
+#endif
+  return isa_for_features(cpu_features());
+}
+
+bool cpu_avx512_emulated() {
+#if defined(QUILL_EMULATE_AVX512)
+  return true;
+#else
+  return false;
+#endif
+}
 
 CpuIsa cpu_isa() {
   const int level = int(cpu_hardware_isa()), cap = env_cap();
@@ -100,6 +115,9 @@ const char* cpu_isa_name(CpuIsa isa) {
 std::string cpu_features_string() {
   const auto& f = cpu_features();
   std::string s = std::string("isa=") + cpu_isa_name(cpu_isa());
+#if defined(QUILL_EMULATE_AVX512)
+  s += " (avx512 emulated)";
+#endif
   auto add = [&](bool on, const char* n) {
     if (on) {
       s += ' ';

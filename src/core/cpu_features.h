@@ -21,7 +21,10 @@ const CpuFeatures& cpu_features();  // what the hardware and OS support
 // with -mavx512vnni -mavx512bf16, so the compiler may use them anywhere in those files (an
 // AVX-512 CPU without them, e.g. Skylake-X, runs the AVX2 kernels instead of faulting).
 CpuIsa isa_for_features(const CpuFeatures& f);
-CpuIsa cpu_hardware_isa();          // best level the hardware supports
+CpuIsa cpu_hardware_isa();          // best level the hardware supports (or, emulated, AVX-512)
+// True in the test build that runs the AVX-512 kernels on AVX2 through SIMDe (QUILL_EMULATE_AVX512,
+// core/avx512_intrinsics.h): there cpu_hardware_isa() is kAvx512 on AVX2 hardware.
+bool cpu_avx512_emulated();
 CpuIsa cpu_isa();                   // level in force (hardware capped by QUILL_CPU_ISA)
 const char* cpu_isa_name(CpuIsa isa);
 std::string cpu_features_string();

@@ -4,13 +4,18 @@
 // files only (they are built with the AVX-512 flags).
 #pragma once
 
-#include <immintrin.h>
+#include "core/avx512_intrinsics.h"
 
 #include <cstdint>
 
 #include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx512 {
+#if defined(QUILL_EMULATE_AVX512)
+// quant_kernels_amx.cpp includes this header built natively: the emulated copies of these inline
+// functions get their own names, so the linker cannot merge the two.
+inline namespace emulated {
+#endif
 
 constexpr int kPanelNr = 32;  // columns per sub-panel: two zmm of f32
 
@@ -52,8 +57,15 @@ inline void store_tile(const TileArgs& a, float* y, __mmask16 mk0, __mmask16 mk1
 // file full of accumulators that doubles the instructions and spills some every iteration
 // (measured: the exact int8 kernel at 1.0x sgemm with the intrinsic, 1.4x with this).
 inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
+#if defined(QUILL_EMULATE_AVX512)
+  return _mm512_dpbusd_epi32(acc, a, b);
+#else
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
   return acc;
+#endif
 }
 
+#if defined(QUILL_EMULATE_AVX512)
+}  // inline namespace emulated
+#endif
 }  // namespace quill::quant::detail::avx512

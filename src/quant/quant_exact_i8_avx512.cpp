@@ -14,7 +14,7 @@
 // GCC 12 reports the intrinsics' internal _mm512_undefined_* values as maybe-uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "core/avx512_intrinsics.h"
 
 #include <array>
 #include <cstring>

@@ -25,5 +25,15 @@ TEST(CpuFeatures, Avx512KernelsNeedVnniAndBf16) {
   EXPECT_EQ(isa_for_features(CpuFeatures{}), CpuIsa::kScalar);
 }
 
+// The emulation test build (scripts/test-avx512-emulated.sh) is only worth running if the suite
+// then dispatches to the AVX-512 kernels, and only on hardware with AVX2 (what the emulation uses).
+TEST(CpuFeatures, EmulatedBuildDispatchesToAvx512) {
+  if (!cpu_avx512_emulated()) GTEST_SKIP() << "not the AVX-512 emulation build";
+  ASSERT_EQ(isa_for_features(cpu_features()), CpuIsa::kAvx2) << "the emulation runs on AVX2 hardware only";
+  EXPECT_EQ(cpu_hardware_isa(), CpuIsa::kAvx512);
+  EXPECT_NE(cpu_features_string().find("avx512 emulated"), std::string::npos);
+  EXPECT_FALSE(cpu_features().avx512f) << "cpu_features() must stay the hardware's (OpenBLAS's core reads it)";
+}
+
 }  // namespace
 }  // namespace quill

@@ -3,7 +3,7 @@
 // GCC 12 flags the _mm512_undefined_ps() inside its own intrinsics as (maybe-)uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "core/avx512_intrinsics.h"
 
 #include "backend/cpu/kernels.h"
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
+#include "core/avx512_intrinsics.h"
 #endif
 
 // Internal linkage: every kernel file gets its own copy compiled with its own ISA flags, so the
@@ -70,7 +70,7 @@ inline float exp_approx(float x) {
   return exp_reduced(r) * pow2i(n);
 }
 
-#if defined(__AVX512F__)
+#if defined(QUILL_AVX512_CODE)
 inline __m512 exp_reduced(__m512 r) {
   __m512 p = _mm512_set1_ps(kExpP0);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpP1));
