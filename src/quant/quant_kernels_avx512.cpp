@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "quant/formats.h"
-#include "quant/quant_kernels.h"
 #include "quant/panel_avx512.h"
+#include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx512 {
 
@@ -164,20 +164,23 @@ void decode_i8_q8(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel)
 
 // ---------------- micro-kernels ----------------
 
+constexpr int kMrF32 = 12, kMrBf16 = 12, kMrI8 = 6;
+
+// Activations arrive in slabs of kMrF32 rows (quant_kernels.h): the tile's rows at x[k * kMrF32 + i],
+// one forward stream instead of 12 strided ones.
 template <int MR>
 void tile_f32(const TileArgs& a) {
-  const float* x = static_cast<const float*>(a.act) + a.m0 * a.lda + a.k0;
+  const float* x = static_cast<const float*>(a.act) + (a.m0 / kMrF32 * a.K + a.k0) * kMrF32;
   const float* b = reinterpret_cast<const float*>(a.panel) + a.k0 * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 c0[MR], c1[MR];
   load_tile<MR>(a, y, mk0, mk1, c0, c1);
-  const int64_t lda = a.lda;
   for (int64_t k = 0; k < a.kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b + k * kNr), b1 = _mm512_load_ps(b + k * kNr + 16);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const __m512 xv = _mm512_set1_ps(x[i * lda + k]);
+      const __m512 xv = _mm512_set1_ps(x[k * kMrF32 + i]);
       c0[i] = _mm512_fmadd_ps(xv, b0, c0[i]);
       c1[i] = _mm512_fmadd_ps(xv, b1, c1[i]);
     }
@@ -210,28 +213,28 @@ void tile_bf16(const TileArgs& a) {
 }
 
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
+// x arrives in slabs of kMrI8 rows: quad q of the tile's row i at x + (q * kMrI8 + i) * 4.
 template <int MR, int G>
 void tile_i8(const TileArgs& a) {
-  const auto* x = static_cast<const uint8_t*>(a.act) + a.m0 * a.lda + a.k0;
+  const auto* x = static_cast<const uint8_t*>(a.act) + (a.m0 / kMrI8 * (a.K / 4) + a.k0 / 4) * kMrI8 * 4;
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / G) * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 f0[MR], f1[MR];
   load_tile<MR>(a, y, mk0, mk1, f0, f1);
-  const int64_t lda = a.lda;
   for (int64_t g = 0; g < a.kc / G; ++g) {
     __m512i s0[MR], s1[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) s0[i] = s1[i] = _mm512_setzero_si512();
-    const uint8_t* xg = x + g * G;
+    const uint8_t* xg = x + g * (G / 4) * kMrI8 * 4;
 #pragma GCC unroll 4
     for (int q = 0; q < G / 4; ++q) {
       const __m512i b0 = _mm512_load_si512(b + q * kNr), b1 = _mm512_load_si512(b + q * kNr + 16);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         int32_t quad;
-        std::memcpy(&quad, xg + i * lda + 4 * q, 4);
+        std::memcpy(&quad, xg + (q * kMrI8 + i) * 4, 4);
         const __m512i xv = _mm512_set1_epi32(quad);
         s0[i] = dpbusd(s0[i], xv, b0);
         s1[i] = dpbusd(s1[i], xv, b1);
@@ -292,8 +295,6 @@ struct I8Q8T {
   static void go(const TileArgs& a) { tile_i8<MR, 32>(a); }
 };
 
-constexpr int kMrF32 = 12, kMrBf16 = 12, kMrI8 = 6;
-
 size_t pb_f32(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kF32, kNr, K, g); }
 size_t pb_bf16(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kBf16, kNr, K, g); }
 size_t pb_i8(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kI8, kNr, K, g); }
@@ -303,12 +304,12 @@ void t_bf16(const TileArgs& a) { ByRows<Bf16T, kMrBf16>::run(a); }
 void t_i8_tq2(const TileArgs& a) { ByRows<I8Tq2T, kMrI8>::run(a); }
 void t_i8_q8(const TileArgs& a) { ByRows<I8Q8T, kMrI8>::run(a); }
 
-const KernelSet kF32Tq2{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32_tq2, t_f32};
-const KernelSet kF32Q8{PanelKind::kF32, kNr, kMrF32, 256, 1, pb_f32, decode_f32_q8, t_f32};
-const KernelSet kF32Float{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32_float, t_f32};
+const KernelSet kF32Tq2{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32_tq2, t_f32, kMrF32};
+const KernelSet kF32Q8{PanelKind::kF32, kNr, kMrF32, 256, 1, pb_f32, decode_f32_q8, t_f32, kMrF32};
+const KernelSet kF32Float{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32_float, t_f32, kMrF32};
 const KernelSet kBf16{PanelKind::kBf16, kNr, kMrBf16, 512, 1, pb_bf16, decode_bf16_pairs, t_bf16};
-const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, 1024, 128, pb_i8, decode_i8_tq2, t_i8_tq2};
-const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, 1024, 32, pb_i8, decode_i8_q8, t_i8_q8};
+const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, 1024, 128, pb_i8, decode_i8_tq2, t_i8_tq2, kMrI8};
+const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, 1024, 32, pb_i8, decode_i8_q8, t_i8_q8, kMrI8};
 
 }  // namespace
 
