@@ -12,14 +12,10 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 
-#include "core/cpu_features.h"
 #include "quant/formats.h"
 #include "quant/panel_avx512.h"
 #include "quant/quant_kernels.h"
@@ -32,15 +28,6 @@ namespace {
 constexpr int kNr = avx512::kPanelNr;
 constexpr int kMr = 16;
 constexpr int64_t kGroup = 128;  // tq2_0_g128
-
-// Linux: a process must ask for the AMX tile data state before its first tile instruction.
-constexpr long kArchReqXcompPerm = 0x1023;
-constexpr long kXfeatureXtiledata = 18;
-
-bool os_permits_amx() {
-  static const bool ok = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-  return ok;
-}
 
 struct alignas(64) TileConfig {
   uint8_t palette_id;
@@ -249,25 +236,6 @@ const KernelSet* exact_kernels(DType dtype) {
   static const KernelSet set{PanelKind::kBf16x3, kNr,           kMr, 1024, kGroup, panel_bytes_bf16,
                              decode_bf16_tq2,    tile_tq2_exact};
   return &set;
-}
-
-bool wanted() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("QUILL_AMX");
-    return !(v && (std::string_view(v) == "0" || std::string_view(v) == "off"));
-  }();
-  return allowed;
-}
-
-bool supported() {
-  const CpuFeatures& f = cpu_features();
-  if (!(f.amx_tile && f.amx_int8 && f.avx512f && f.avx512bw)) return false;
-  return os_permits_amx();
-}
-
-bool supported_exact() {
-  const CpuFeatures& f = cpu_features();
-  return supported() && f.amx_bf16 && f.avx512bf16;
 }
 
 const KernelSet* kernels(DType dtype, PanelKind kind) {
