@@ -12,6 +12,8 @@
 #include <cstring>
 
 namespace quill::emu512 {
+// Internal linkage, as in vec_math.h: each emulated file keeps its own copies.
+namespace {
 
 using F = simde__m512_private;
 using I = simde__m512i_private;
@@ -181,6 +183,7 @@ inline int reduce_add_epi32(simde__m512i a) {
   return int(s);
 }
 
+}  // namespace
 }  // namespace quill::emu512
 
 // GCC defines some of these as macros when not optimizing.
