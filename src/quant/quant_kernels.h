@@ -49,6 +49,15 @@ struct TileArgs {
   bool first, last;    // first k block: start from 0; last: apply bias / scales
 };
 
+// Where a micro-tile's rows start in slab-packed activations (see the top): the first byte of unit
+// k0 / k_per_unit of the slab holding row m0, k_per_unit 1 (f32 units) or 4 (u8 quads). Internal
+// linkage: the ISA-flagged kernel files call it, and none of their code may be shared.
+namespace {
+inline const uint8_t* slab_tile_start(const TileArgs& a, int slab, int k_per_unit) {
+  return static_cast<const uint8_t*>(a.act) + (a.m0 / slab * (a.K / k_per_unit) + a.k0 / k_per_unit) * slab * 4;
+}
+}  // namespace
+
 struct KernelSet {
   PanelKind kind;
   int nr;         // columns per sub-panel

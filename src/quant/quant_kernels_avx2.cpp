@@ -201,7 +201,7 @@ inline void fma_loop_6x16(const float* x, const float* b, int64_t kc, __m256* c0
 // Locals for every TileArgs field used after the asm (its "memory" clobber would reload them).
 template <int MR>
 void tile_f32(const TileArgs& a) {
-  const float* x = static_cast<const float*>(a.act) + (a.m0 / kMr * a.K + a.k0) * kMr;
+  const float* x = reinterpret_cast<const float*>(slab_tile_start(a, kMr, 1));
   const float* b = reinterpret_cast<const float*>(a.panel) + a.k0 * kNr;
   const int64_t ldy = a.ldy;
   const TileColumns cols = tile_columns(a.nvalid);

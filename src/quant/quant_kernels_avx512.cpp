@@ -170,7 +170,7 @@ constexpr int kMrF32 = 12, kMrBf16 = 12, kMrI8 = 6;
 // one forward stream instead of 12 strided ones.
 template <int MR>
 void tile_f32(const TileArgs& a) {
-  const float* x = static_cast<const float*>(a.act) + (a.m0 / kMrF32 * a.K + a.k0) * kMrF32;
+  const float* x = reinterpret_cast<const float*>(slab_tile_start(a, kMrF32, 1));
   const float* b = reinterpret_cast<const float*>(a.panel) + a.k0 * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
@@ -216,7 +216,7 @@ void tile_bf16(const TileArgs& a) {
 // x arrives in slabs of kMrI8 rows: quad q of the tile's row i at x + (q * kMrI8 + i) * 4.
 template <int MR, int G>
 void tile_i8(const TileArgs& a) {
-  const auto* x = static_cast<const uint8_t*>(a.act) + (a.m0 / kMrI8 * (a.K / 4) + a.k0 / 4) * kMrI8 * 4;
+  const uint8_t* x = slab_tile_start(a, kMrI8, 4);
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / G) * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);

@@ -36,7 +36,7 @@ void decode_i8_tq2(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel
 template <int MR>
 void tile_i8(const TileArgs& a) {
   // x arrives in slabs of kMr rows (quant_kernels.h): quad q of the tile's row i at x + (q * kMr + i) * 4.
-  const auto* x = static_cast<const uint8_t*>(a.act) + (a.m0 / kMr * (a.K / 4) + a.k0 / 4) * kMr * 4;
+  const uint8_t* x = slab_tile_start(a, kMr, 4);
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / kG) * kNr;
   const int64_t ldy = a.ldy;
