@@ -68,6 +68,18 @@ memory reordered_weights(Cache& c, const uint16_t* w, const std::shared_ptr<cons
   return dst;
 }
 
+// A matmul primitive descriptor for a . b (+ bias) -> c, in either oneDNN API; throws dnnl::error
+// where this oneDNN has no such matmul on this CPU.
+dnnl::matmul::primitive_desc matmul_desc(const dnnl::engine& eng, const memory::desc& a, const memory::desc& b,
+                                         const memory::desc* bias, const memory::desc& c) {
+#if DNNL_VERSION_MAJOR >= 3
+  return bias ? dnnl::matmul::primitive_desc(eng, a, b, *bias, c) : dnnl::matmul::primitive_desc(eng, a, b, c);
+#else
+  return bias ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, *bias, c), eng)
+              : dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), eng);
+#endif
+}
+
 }  // namespace
 
 // Whether this oneDNN, on this CPU, has a bf16 matmul at all: it has none on CPUs without bf16
@@ -81,11 +93,7 @@ bool onednn_bf16_available() {
       const memory::desc a_md({M, K}, memory::data_type::bf16, memory::dims{K, 1});
       const memory::desc b_any({K, N}, memory::data_type::bf16, memory::format_tag::any);
       const memory::desc c_md({M, N}, memory::data_type::f32, memory::dims{N, 1});
-#if DNNL_VERSION_MAJOR >= 3
-      const dnnl::matmul::primitive_desc pd(eng, a_md, b_any, c_md);
-#else
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_any, c_md), eng);
-#endif
+      (void)matmul_desc(eng, a_md, b_any, nullptr, c_md);
       return true;
     } catch (const dnnl::error&) {
       return false;
@@ -108,13 +116,7 @@ Status onednn_bf16_matmul(const uint16_t* a, int64_t M, int64_t K, int64_t lda, 
     auto it = c.prims.find(key);
     if (it == c.prims.end()) {
       const memory::desc b_any({K, N}, memory::data_type::bf16, memory::format_tag::any);
-#if DNNL_VERSION_MAJOR >= 3
-      matmul::primitive_desc pd = bias ? matmul::primitive_desc(*c.eng, a_md, b_any, bias_md, c_md)
-                                       : matmul::primitive_desc(*c.eng, a_md, b_any, c_md);
-#else
-      matmul::primitive_desc pd = bias ? matmul::primitive_desc(matmul::desc(a_md, b_any, bias_md, c_md), *c.eng)
-                                       : matmul::primitive_desc(matmul::desc(a_md, b_any, c_md), *c.eng);
-#endif
+      const matmul::primitive_desc pd = matmul_desc(*c.eng, a_md, b_any, bias ? &bias_md : nullptr, c_md);
       it = c.prims.emplace(key, Prim{matmul(pd), pd.weights_desc()}).first;
     }
     const memory wm = reordered_weights(c, w, w_owner, N, K, it->second.weights);
