@@ -213,28 +213,30 @@ void tile_bf16(const TileArgs& a) {
 }
 
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
-// x arrives in slabs of kMrI8 rows: quad q of the tile's row i at x + (q * kMrI8 + i) * 4.
+// x is read as rows lda apart: six u8 streams stay in L1, and packing them into slabs measured
+// 1 % slower on Zen 4 (docs/PERFORMANCE.md, "Activation slabs for the AVX-512 tiles").
 template <int MR, int G>
 void tile_i8(const TileArgs& a) {
-  const uint8_t* x = slab_tile_start(a, kMrI8, 4);
+  const auto* x = static_cast<const uint8_t*>(a.act) + a.m0 * a.lda + a.k0;
   const auto* b = reinterpret_cast<const int32_t*>(a.panel) + (a.k0 / 4) * kNr;
   const float* dp = reinterpret_cast<const float*>(a.panel + a.K * kNr) + (a.k0 / G) * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 f0[MR], f1[MR];
   load_tile<MR>(a, y, mk0, mk1, f0, f1);
+  const int64_t lda = a.lda;
   for (int64_t g = 0; g < a.kc / G; ++g) {
     __m512i s0[MR], s1[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) s0[i] = s1[i] = _mm512_setzero_si512();
-    const uint8_t* xg = x + g * (G / 4) * kMrI8 * 4;
+    const uint8_t* xg = x + g * G;
 #pragma GCC unroll 4
     for (int q = 0; q < G / 4; ++q) {
       const __m512i b0 = _mm512_load_si512(b + q * kNr), b1 = _mm512_load_si512(b + q * kNr + 16);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         int32_t quad;
-        std::memcpy(&quad, xg + (q * kMrI8 + i) * 4, 4);
+        std::memcpy(&quad, xg + i * lda + 4 * q, 4);
         const __m512i xv = _mm512_set1_epi32(quad);
         s0[i] = dpbusd(s0[i], xv, b0);
         s1[i] = dpbusd(s1[i], xv, b1);
@@ -308,8 +310,8 @@ const KernelSet kF32Tq2{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32
 const KernelSet kF32Q8{PanelKind::kF32, kNr, kMrF32, 256, 1, pb_f32, decode_f32_q8, t_f32, kMrF32};
 const KernelSet kF32Float{PanelKind::kF32, kNr, kMrF32, 512, 1, pb_f32, decode_f32_float, t_f32, kMrF32};
 const KernelSet kBf16{PanelKind::kBf16, kNr, kMrBf16, 512, 1, pb_bf16, decode_bf16_pairs, t_bf16};
-const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, 1024, 128, pb_i8, decode_i8_tq2, t_i8_tq2, kMrI8};
-const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, 1024, 32, pb_i8, decode_i8_q8, t_i8_q8, kMrI8};
+const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, 1024, 128, pb_i8, decode_i8_tq2, t_i8_tq2};
+const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, 1024, 32, pb_i8, decode_i8_q8, t_i8_q8};
 
 }  // namespace
 
