@@ -95,7 +95,29 @@ void decode_chunk(const WeightView& w, int64_t n, int64_t k0, int64_t len, float
   if (k < len) decode_row_chunk_f32(w, n, k0 + k, len - k, out + k);
 }
 
-// f16 / bf16 / fp8: rows decoded 16 elements at a time, then a 16 x 16 transpose via a small tile.
+// Transposes v (16 rows of 16 floats) in registers: four butterfly stages, each swapping the
+// off-diagonal blocks of size b = 8, 4, 2, 1 between rows i and i + b.
+void transpose16(__m512 (&v)[16]) {
+#pragma GCC unroll 4
+  for (int b = 8; b >= 1; b /= 2) {
+    alignas(64) int32_t lo[16], hi[16];
+    for (int c = 0; c < 16; ++c) {
+      lo[c] = (c & b) ? 16 + c - b : c;
+      hi[c] = (c & b) ? 16 + c : c + b;
+    }
+    const __m512i ilo = _mm512_load_si512(lo), ihi = _mm512_load_si512(hi);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      if (i & b) continue;
+      const __m512 a = v[i], c = v[i + b];
+      v[i] = _mm512_permutex2var_ps(a, ilo, c);
+      v[i + b] = _mm512_permutex2var_ps(a, ihi, c);
+    }
+  }
+}
+
+// f16 / bf16 / fp8: rows decoded 16 elements at a time into a small tile, then transposed 16 x 16
+// in registers (the gathers this replaced took 7 % of an f16 GEMM on Zen 4; perf).
 void decode_f32_float(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
   float* out = reinterpret_cast<float*>(panel);
   constexpr int64_t kChunk = 128;
@@ -108,12 +130,19 @@ void decode_f32_float(const WeightView& w, int64_t n0, int64_t rows, uint8_t* pa
       else
         std::memset(tile[r], 0, sizeof(tile[r]));
     }
-    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                           _mm512_set1_epi32(int(kChunk)));
-    for (int64_t k = 0; k < len; ++k) {
-      _mm512_store_ps(out + (k0 + k) * kNr, _mm512_i32gather_ps(idx, &tile[0][k], 4));
-      _mm512_store_ps(out + (k0 + k) * kNr + 16, _mm512_i32gather_ps(idx, &tile[16][k], 4));
+    int64_t k = 0;
+    for (; k + 16 <= len; k += 16) {
+      for (int h = 0; h < 2; ++h) {
+        __m512 v[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) v[r] = _mm512_load_ps(&tile[16 * h + r][k]);
+        transpose16(v);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) _mm512_store_ps(out + (k0 + k + j) * kNr + 16 * h, v[j]);
+      }
     }
+    for (; k < len; ++k)
+      for (int r = 0; r < kNr; ++r) out[(k0 + k) * kNr + r] = tile[r][k];
   }
 }
 
