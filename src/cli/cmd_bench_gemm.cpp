@@ -1,6 +1,9 @@
 // `quill bench-gemm`: GFLOP/s of linear (y = x W^T) by weight type (quant_linear's kernels, and with
 // `-decode` the f32-panel + sgemm route the op layer gives f16 / bf16 weights), against OpenBLAS sgemm and
-// oneDNN's bf16 matmul measured in the same run. Medians over --reps runs after one warm-up.
+// oneDNN's bf16 matmul measured in the same run. Each type is prepared once (weights converted), then
+// timed in rounds that run every type once, so the sgemm baseline and each row are timed interleaved:
+// on VMs whose speed drifts by ±20 % over seconds, timing all runs of one type before the next biased
+// the ratios by the order of the rows. Medians over --reps rounds.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -8,6 +11,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,68 +36,69 @@ namespace {
 
 struct Options {
   std::vector<int64_t> m{1024}, k{3072}, n{3072};
-  std::vector<std::string> types{"f32-openblas", "bf16-onednn", "tq2-exact", "tq2-a8", "q8_0", "bf16", "f16", "f16-decode"};
+  std::vector<std::string> types{"f32-openblas", "bf16-onednn", "tq2-exact", "tq2-a8",
+                                 "q8_0",         "bf16",        "f16",       "f16-decode"};
   int threads = 0;
   int reps = 5;
   bool json = false;
 };
 
-double median_seconds(int reps, const std::function<void()>& fn) {
-  fn();  // warm-up
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using Run = std::function<void()>;
 
-// Seconds for one run of `type`, or a negative value with `why` set when it cannot run here.
-double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const std::vector<float>& x,
-                 const std::vector<float>& w, std::vector<float>& y, ThreadPool& pool, int reps, std::string* why) {
+// One run of `type` with its weights prepared, or an empty function with `why` set when it cannot
+// run here. Errors of quant_linear inside a run land in `status`.
+Run prepare(const std::string& type, int64_t M, int64_t K, int64_t N, const std::vector<float>& x,
+            const std::vector<float>& w, std::vector<float>& y, ThreadPool& pool, std::string* why, Status* status) {
   if (type == "f32-openblas") {
 #if defined(QUILL_HAVE_OPENBLAS)
-    openblas_set_num_threads(pool.num_threads());
-    return median_seconds(reps, [&] {
+    return [&x, &w, &y, M, K, N, threads = pool.num_threads()] {
+      openblas_set_num_threads(threads);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, x.data(), int(K), w.data(),
                   int(K), 0.0f, y.data(), int(N));
-    });
+    };
 #else
     *why = "built without OpenBLAS";
-    return -1;
+    return {};
 #endif
   }
   if (type == "bf16-onednn") {
 #if defined(QUILL_HAVE_DNNL)
     using namespace dnnl;
     try {  // oneDNN throws where the CPU has no bf16 matmul (AVX2 without AVX512_BF16)
-      engine eng(engine::kind::cpu, 0);
-      stream st(eng);
+      struct State {
+        engine eng{engine::kind::cpu, 0};
+        stream st{eng};
+        std::vector<uint16_t> xb, wb;
+        memory a_m, b_m, c_m;
+        matmul mm;
+      };
+      auto s = std::make_shared<State>();
       memory::desc a_md({M, K}, memory::data_type::bf16, memory::format_tag::ab);
       memory::desc b_md({K, N}, memory::data_type::bf16, memory::format_tag::ba);  // W [N, K] read as W^T
       memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-      std::vector<uint16_t> xb(x.size()), wb(w.size());
-      for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
-      for (size_t i = 0; i < w.size(); ++i) wb[i] = f32_to_bf16(w[i]);
-      memory a_m(a_md, eng, xb.data()), b_m(b_md, eng, wb.data()), c_m(c_md, eng, y.data());
+      s->xb.resize(x.size());
+      s->wb.resize(w.size());
+      for (size_t i = 0; i < x.size(); ++i) s->xb[i] = f32_to_bf16(x[i]);
+      for (size_t i = 0; i < w.size(); ++i) s->wb[i] = f32_to_bf16(w[i]);
+      s->a_m = memory(a_md, s->eng, s->xb.data());
+      s->b_m = memory(b_md, s->eng, s->wb.data());
+      s->c_m = memory(c_md, s->eng, y.data());
 #if DNNL_VERSION_MAJOR >= 3
-      matmul mm(matmul::primitive_desc(eng, a_md, b_md, c_md));
+      s->mm = matmul(matmul::primitive_desc(s->eng, a_md, b_md, c_md));
 #else
-      matmul mm(matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), eng));
+      s->mm = matmul(matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), s->eng));
 #endif
-      return median_seconds(reps, [&] {
-        mm.execute(st, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, b_m}, {DNNL_ARG_DST, c_m}});
-        st.wait();
-      });
+      return [s] {
+        s->mm.execute(s->st, {{DNNL_ARG_SRC, s->a_m}, {DNNL_ARG_WEIGHTS, s->b_m}, {DNNL_ARG_DST, s->c_m}});
+        s->st.wait();
+      };
     } catch (const dnnl::error& e) {
       *why = std::string("oneDNN: ") + e.what();
-      return -1;
+      return {};
     }
 #else
     *why = "built without oneDNN";
-    return -1;
+    return {};
 #endif
   }
   if (type == "f16-decode" || type == "bf16-decode") {  // cpu::linear: f32 panels decoded, then OpenBLAS sgemm
@@ -101,10 +106,12 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
                                     type == "f16-decode" ? DType::kF16 : DType::kBF16);
     if (!q.is_ok()) {
       *why = q.status().to_string();
-      return -1;
+      return {};
     }
-    std::vector<float> scratch(cpu::linear_scratch_floats(*q, pool));
-    return median_seconds(reps, [&] { cpu::linear(x.data(), M, *q, nullptr, y.data(), scratch.data(), pool); });
+    auto scratch = std::make_shared<std::vector<float>>(cpu::linear_scratch_floats(*q, pool));
+    return [q = std::make_shared<Tensor>(std::move(*q)), scratch, &x, &y, &pool, M] {
+      cpu::linear(x.data(), M, *q, nullptr, y.data(), scratch->data(), pool);
+    };
   }
   DType dt;
   quant::QuantMode mode = quant::QuantMode::kA8;
@@ -124,24 +131,43 @@ double time_type(const std::string& type, int64_t M, int64_t K, int64_t N, const
     dt = DType::kF32, mode = quant::QuantMode::kExact;
   else {
     *why = "unknown type";
-    return -1;
+    return {};
   }
   const Tensor w32(const_cast<float*>(w.data()), DType::kF32, Shape{N, K});
   auto q = dt == DType::kF32 ? Result<Tensor>(w32) : quant::quantize_tensor(w32, dt);
   if (!q.is_ok()) {
     *why = q.status().to_string();
-    return -1;
+    return {};
   }
-  std::vector<uint8_t> scratch(quant::quant_linear_scratch_bytes(M, *q, mode, pool));
-  Status status;
-  const double t = median_seconds(reps, [&] {
-    status = quant::quant_linear(x.data(), M, *q, nullptr, nullptr, y.data(), scratch.data(), mode, pool);
-  });
-  if (!status.is_ok()) {
-    *why = status.to_string();
-    return -1;
+  auto scratch = std::make_shared<std::vector<uint8_t>>(quant::quant_linear_scratch_bytes(M, *q, mode, pool));
+  return [q = std::make_shared<Tensor>(std::move(*q)), scratch, &x, &y, &pool, M, mode, status] {
+    Status st = quant::quant_linear(x.data(), M, *q, nullptr, nullptr, y.data(), scratch->data(), mode, pool);
+    if (!st.is_ok()) *status = st;
+  };
+}
+
+// Median seconds per run, over rounds that run each type in turn; a run that is empty gets -1.
+// Before each timed run: 100 ms idle, so the previous library's workers stop spinning (OpenBLAS's
+// pthreads poll for 2^28 cycles, ~70 ms, after a call; oneDNN's OpenMP threads spin too), then one
+// untimed run to bring this type's weights and threads back.
+std::vector<double> time_interleaved(const std::vector<Run>& runs, int reps) {
+  std::vector<std::vector<double>> t(runs.size());
+  for (int rep = 0; rep < reps; ++rep)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (!runs[i]) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      runs[i]();
+      const auto a = std::chrono::steady_clock::now();
+      runs[i]();
+      t[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
+    }
+  std::vector<double> med(runs.size(), -1.0);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (t[i].empty()) continue;
+    std::sort(t[i].begin(), t[i].end());
+    med[i] = t[i][t[i].size() / 2];
   }
-  return t;
+  return med;
 }
 
 int run(const Options& o) {
@@ -151,10 +177,12 @@ int run(const Options& o) {
   cpu::ensure_blas_core();  // before the first BLAS call, as the engine does
   const std::string blas = cpu::blas_core_name(), blas_switch = cpu::blas_core_switch();
   if (!o.json)
-    std::printf("threads %d, isa %s, openblas core %s%s, reps %d (median)\n%-14s %6s %6s %6s %10s %10s %9s\n", threads,
-                cpu_isa_name(cpu_isa()), blas.empty() ? "-" : blas.c_str(),
-                blas_switch.empty() ? "" : (" (" + blas_switch + ")").c_str(), o.reps, "type", "M", "K", "N", "ms",
-                "GFLOP/s", "x sgemm");
+    std::printf(
+        "threads %d, isa %s, openblas core %s%s, reps %d (median, rounds interleave the types)\n%-14s %6s %6s %6s %10s "
+        "%10s %9s\n",
+        threads, cpu_isa_name(cpu_isa()), blas.empty() ? "-" : blas.c_str(),
+        blas_switch.empty() ? "" : (" (" + blas_switch + ")").c_str(), o.reps, "type", "M", "K", "N", "ms", "GFLOP/s",
+        "x sgemm");
   for (int64_t M : o.m)
     for (int64_t K : o.k)
       for (int64_t N : o.n) {
@@ -164,11 +192,22 @@ int run(const Options& o) {
         for (auto& v : x) v = dist(rng);
         for (auto& v : w) v = 0.02f * dist(rng);
         const double flops = 2.0 * double(M) * double(K) * double(N);
-        std::string why;
-        const double sgemm = time_type("f32-openblas", M, K, N, x, w, y, pool, o.reps, &why);
-        for (const std::string& type : o.types) {
-          why.clear();
-          const double t = type == "f32-openblas" ? sgemm : time_type(type, M, K, N, x, w, y, pool, o.reps, &why);
+        // Index 0 is the sgemm baseline; the rows follow in --types order.
+        std::vector<std::string> names{"f32-openblas"};
+        names.insert(names.end(), o.types.begin(), o.types.end());
+        std::vector<std::string> whys(names.size());
+        std::vector<Status> statuses(names.size());
+        std::vector<Run> runs(names.size());
+        for (size_t i = 0; i < names.size(); ++i)
+          if (i == 0 || names[i] != "f32-openblas")
+            runs[i] = prepare(names[i], M, K, N, x, w, y, pool, &whys[i], &statuses[i]);
+        const std::vector<double> times = time_interleaved(runs, o.reps);
+        const double sgemm = times[0];
+        for (size_t i = 1; i < names.size(); ++i) {
+          const std::string& type = names[i];
+          double t = type == "f32-openblas" ? sgemm : times[i];
+          std::string why = type == "f32-openblas" ? whys[0] : whys[i];
+          if (!statuses[i].is_ok()) t = -1, why = statuses[i].to_string();
           const double gflops = t > 0 ? flops / t * 1e-9 : 0.0;
           const double ratio = t > 0 && sgemm > 0 ? sgemm / t : 0.0;
           if (o.json) {
@@ -199,13 +238,15 @@ Runner setup(CLI::App& sub) {
   sub.add_option("--m", o->m, "Rows of x (list)")->delimiter(',');
   sub.add_option("--k", o->k, "Input features (list)")->delimiter(',');
   sub.add_option("--n", o->n, "Output features (list)")->delimiter(',');
-  sub.add_option("--types", o->types,
-                 "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), q8_0-exact, bf16 (bf16 activations), f16 (fused "
-                 "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm), f32-panel (f32 weights in the fused "
-                 "panel kernel)")
+  sub.add_option(
+         "--types", o->types,
+         "f32-openblas, bf16-onednn, tq2-exact, tq2-a8, q8_0 (a8), q8_0-exact, bf16 (bf16 activations), f16 (fused "
+         "panel kernel), f16-decode / bf16-decode (f32 panels + sgemm), f32-panel (f32 weights in the fused "
+         "panel kernel)")
       ->delimiter(',');
   sub.add_option("--threads", o->threads, "Threads (default: QUILL_THREADS or all cores)");
-  sub.add_option("--reps", o->reps, "Timed runs per type (median reported)")->capture_default_str();
+  sub.add_option("--reps", o->reps, "Timed rounds, each running every type once (median reported)")
+      ->capture_default_str();
   sub.add_flag("--json", o->json, "Print JSON instead of a table");
   return [o] { return run(*o); };
 }
