@@ -122,6 +122,10 @@ struct QuantKernels {
                            uint16_t* out) = nullptr;
   // Set where some plan reads kI8x3 activations.
   void (*prep_i8x3_rows)(const float* x, int64_t rows, int64_t K, int64_t lda, int8_t* out) = nullptr;
+  // f16 weights run the exact fused panel kernel (plan[kF16][kExact]) instead of f32 panels +
+  // OpenBLAS sgemm: where that kernel is the faster of the two (docs/PERFORMANCE.md, "f16 and bf16
+  // weights: the route a model takes").
+  bool f16_fused = false;
 };
 
 }  // namespace quill::quant::detail

@@ -12,6 +12,7 @@
 #include "quant/formats.h"
 #include "quant/quant_linear.h"
 #include "backend/cpu/kernel_table.h"
+#include "backend/cpu/ops.h"
 #include "runtime/dispatcher.h"
 #include "support/scoped_env.h"
 
@@ -170,6 +171,48 @@ TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
     } else {
       EXPECT_EQ(a8, exact);
     }
+  }
+}
+
+// f16 weights run quant_linear's fused panel kernel where the kernel table prefers it (AVX-512,
+// where it beats f32 panels + sgemm), bit for bit that kernel's output; elsewhere the f32 panel
+// route, bit for bit cpu::linear. Either way within rounding of the dequantized weights in f32.
+TEST(QuantBackend, F16TakesTheFusedKernelWhereTheTableSaysSo) {
+  ThreadPool pool(2);
+  CpuBackend cpu(pool);
+  Dispatcher disp(&cpu);
+  const int64_t M = 300, K = 200, N = 40;  // K not a multiple of the decoder's 16 or 128
+  std::vector<float> wf = random_normal(size_t(N * K), 13, 0.05f, 0.0f);
+  auto w = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{N, K}), DType::kF16);
+  ASSERT_TRUE(w.is_ok());
+  auto deq = quant::dequantize_tensor(*w);
+  ASSERT_TRUE(deq.is_ok());
+  const std::vector<float> x = random_normal(size_t(M * K), 14), bias = random_normal(size_t(N), 15);
+  for (CpuIsa isa : testing_ops::testable_isas()) {
+    SCOPED_TRACE(cpu_isa_name(isa));
+    const testing_ops::IsaScope level(isa);
+    const bool fused = cpu::kernel_table().quant.f16_fused;
+    EXPECT_EQ(fused, isa == CpuIsa::kAvx512);
+    const size_t floats = op_linear_scratch_floats(*w, pool);
+    std::vector<float> scratch(floats);
+    OpScratch s;
+    s.linear = scratch.data();
+    s.linear_floats = floats;
+    disp.set_scratch(s);
+    std::vector<float> got = nan_filled(size_t(M * N)), ref = nan_filled(size_t(M * N)),
+                       f32 = nan_filled(size_t(M * N));
+    ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), got.data()).is_ok());
+    ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), f32.data()).is_ok());
+    if (fused) {
+      std::vector<uint8_t> qs(quant::quant_linear_scratch_bytes(M, *w, quant::QuantMode::kExact, pool));
+      ASSERT_TRUE(quant::quant_linear(x.data(), M, *w, nullptr, bias.data(), ref.data(), qs.data(),
+                                      quant::QuantMode::kExact, pool).is_ok());
+    } else {
+      std::vector<float> ls(cpu::linear_scratch_floats(*w, pool));
+      cpu::linear(x.data(), M, *w, bias.data(), ref.data(), ls.data(), pool);
+    }
+    EXPECT_EQ(got, ref);
+    EXPECT_LE(rel_err(got, f32), 1e-5);
   }
 }
 

@@ -25,14 +25,13 @@ bool bf16_activations(const Tensor& W) {
          quant::quant_mode_for(DType::kBF16) == quant::QuantMode::kA8;
 }
 
-// Block-quantized and row-scaled (fp8) weights go through quant_linear, bf16 ones in A8 mode too.
-// f16 and exact bf16 weights do not: f32 panels + OpenBLAS sgemm (AVX2 Zen 3, M = 1024,
-// K = N = 3072: 0.97-1.01x sgemm, level with quant_linear's fused f16 kernel at 0.96-0.99x
-// since its activation slabs; it was 0.71x before, docs/PERFORMANCE.md).
+// Block-quantized and row-scaled (fp8) weights go through quant_linear, bf16 ones in A8 mode too,
+// and f16 ones where the kernel table prefers its fused f16 kernel (AVX-512). Other f16 and exact
+// bf16 weights take f32 panels + OpenBLAS sgemm (docs/PERFORMANCE.md, "f16 and bf16 weights").
 bool uses_quant_linear(const Tensor& W) {
   return ((dtype_traits(W.dtype()).is_quantized || W.dtype() == DType::kF8E4M3) &&
           quant::quant_linear_supports(W.dtype())) ||
-         bf16_activations(W);
+         bf16_activations(W) || (W.dtype() == DType::kF16 && cpu::kernel_table().quant.f16_fused);
 }
 
 // quant_linear's scratch is sized for the largest row chunk it processes at once (any M works
