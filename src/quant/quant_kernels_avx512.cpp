@@ -146,17 +146,34 @@ void decode_f32_float(const WeightView& w, int64_t n0, int64_t rows, uint8_t* pa
   }
 }
 
-// bf16 pairs: the 32-bit word holding (k, k+1) of row r goes to panel[k/2][r].
+// bf16 pairs: the 32-bit word holding (k, k+1) of row r goes to panel[k/2][r]. 16 rows x 16 pairs
+// at a time through transpose16 (the scalar copy this replaced took ~10 % of a bf16 A8 GEMM);
+// missing rows read as zero through the load mask.
 void decode_bf16_pairs(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel) {
   auto* out = reinterpret_cast<uint32_t*>(panel);
-  const int64_t kp = w.K / 2;
-  for (int64_t r = 0; r < kNr; ++r) {
-    if (r < rows) {
-      const uint8_t* src = w.data + (n0 + r) * w.row_bytes;
-      for (int64_t p = 0; p < kp; ++p) std::memcpy(&out[p * kNr + r], src + p * 4, 4);
-    } else {
-      for (int64_t p = 0; p < kp; ++p) out[p * kNr + r] = 0;
+  const int64_t kp = w.K / 2, kp16 = kp / 16 * 16;
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* src[16];
+    __mmask16 live[16];
+    for (int r = 0; r < 16; ++r) {
+      const bool has = 16 * h + r < rows;
+      src[r] = w.data + (n0 + (has ? 16 * h + r : 0)) * w.row_bytes;
+      live[r] = has ? __mmask16(0xFFFF) : __mmask16(0);
     }
+    for (int64_t p = 0; p < kp16; p += 16) {
+      __m512 v[16];
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; ++r) v[r] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(live[r], src[r] + p * 4));
+      transpose16(v);
+#pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j) _mm512_store_ps(reinterpret_cast<float*>(out + (p + j) * kNr + 16 * h), v[j]);
+    }
+    for (int64_t p = kp16; p < kp; ++p)
+      for (int r = 0; r < 16; ++r) {
+        uint32_t word = 0;
+        if (live[r]) std::memcpy(&word, src[r] + p * 4, 4);
+        out[p * kNr + 16 * h + r] = word;
+      }
   }
 }
 
