@@ -57,8 +57,12 @@ qd::QuantPlan quant_plan(CpuIsa isa, bool amx, DType dtype, QuantMode mode) {
     }
     if (amx && p.kind == PanelKind::kI8) p.kernels = qd::amx::kernels(dtype, p.kind);
     if (!p.kernels) p.kernels = qd::avx512::kernels(dtype, p.kind);
-    // bf16 weights with bf16 activations: oneDNN's matmul (AMX where present) beats our kernel.
-    p.onednn = p.kind == PanelKind::kBf16 && p.kernels && quant::onednn_bf16_available();
+    // bf16 weights with bf16 activations: oneDNN's matmul where AMX runs it (5.3x ggml against our
+    // kernel's 3.3x). Without AMX our vdpbf16ps kernel: oneDNN's steady state is ~12 % faster
+    // there, but it keeps a reordered copy of every weight (twice the weights' memory) and makes
+    // it on first use, so a model's first forward is slower (Qwen3-4B-shaped encode on Zen 4:
+    // 10.9-14.7 s and 10.5 GB against 8.3-8.9 s and 5.4 GB; docs/PERFORMANCE.md).
+    p.onednn = p.kind == PanelKind::kBf16 && p.kernels && amx && quant::onednn_bf16_available();
   } else if (isa == CpuIsa::kAvx2) {
     p.kernels = qd::avx2::kernels(dtype, p.kind);
   }
