@@ -1,7 +1,9 @@
 #include "backend/cpu/kernel_table.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
 
 #include "backend/cpu/gelu_erf.h"
 #include "quant/onednn_bf16.h"
@@ -35,6 +37,14 @@ IsaKernels isa_kernels(CpuIsa isa) {
   return {scalar::linear_kernels, scalar::gelu_tanh, scalar::silu, scalar::gelu_erf, nullptr, scalar::attention_tile};
 }
 
+// bf16 activations through oneDNN's matmul: where AMX runs it, or as QUILL_BF16_ONEDNN says (1: also
+// without AMX, for its faster GEMM at the cost of a second copy of the weights; 0: never).
+bool bf16_via_onednn(bool amx) {
+  const char* v = std::getenv("QUILL_BF16_ONEDNN");
+  if (v && *v) return std::string_view(v) != "0";
+  return amx;
+}
+
 // quant_linear's activations and kernels for (dtype, mode); see quant_linear.h for the modes.
 qd::QuantPlan quant_plan(CpuIsa isa, bool amx, DType dtype, QuantMode mode) {
   qd::QuantPlan p;
@@ -62,7 +72,7 @@ qd::QuantPlan quant_plan(CpuIsa isa, bool amx, DType dtype, QuantMode mode) {
     // there, but it keeps a reordered copy of every weight (twice the weights' memory) and makes
     // it on first use, so a model's first forward is slower (Qwen3-4B-shaped encode on Zen 4:
     // 10.9-14.7 s and 10.5 GB against 8.3-8.9 s and 5.4 GB; docs/PERFORMANCE.md).
-    p.onednn = p.kind == PanelKind::kBf16 && p.kernels && amx && quant::onednn_bf16_available();
+    p.onednn = p.kind == PanelKind::kBf16 && p.kernels && bf16_via_onednn(amx) && quant::onednn_bf16_available();
   } else if (isa == CpuIsa::kAvx2) {
     p.kernels = qd::avx2::kernels(dtype, p.kind);
   }
