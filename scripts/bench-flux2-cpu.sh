@@ -27,7 +27,7 @@ Q_BF16=$(run_quill "$DIR/transformer")
 echo "== quill bf16, bf16 activations (QUILL_TERNARY_MODE=a8)" >&2
 Q_BF16A=$(QUILL_TERNARY_MODE=a8 run_quill "$DIR/transformer")
 echo "== quill tq2_0_g128 exact" >&2
-Q_TQ2=$(run_quill "$DIR/klein-tq2.gguf")
+Q_TQ2=$(QUILL_TERNARY_MODE=exact run_quill "$DIR/klein-tq2.gguf")  # A8 is ternary's default
 echo "== quill tq2_0_g128 A8" >&2
 Q_A8=$(QUILL_TERNARY_MODE=a8 run_quill "$DIR/klein-tq2.gguf")
 echo "== quill 4-step 512x512 image (tq2_0_g128 A8)" >&2
