@@ -163,7 +163,7 @@ void decode_bf16_pairs(const WeightView& w, int64_t n0, int64_t rows, uint8_t* p
     for (int64_t p = 0; p < kp16; p += 16) {
       __m512 v[16];
 #pragma GCC unroll 16
-      for (int r = 0; r < 16; ++r) v[r] = _mm512_castsi512_ps(_mm512_maskz_loadu_epi32(live[r], src[r] + p * 4));
+      for (int r = 0; r < 16; ++r) v[r] = _mm512_maskz_loadu_ps(live[r], src[r] + p * 4);  // bits, as floats
       transpose16(v);
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) _mm512_store_ps(reinterpret_cast<float*>(out + (p + j) * kNr + 16 * h), v[j]);
