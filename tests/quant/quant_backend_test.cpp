@@ -32,6 +32,14 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& ref) {
   return num / den;
 }
 
+// The linear scratch of an op call, over all of `buffer`.
+OpScratch linear_scratch(std::vector<float>& buffer) {
+  OpScratch s;
+  s.linear = buffer.data();
+  s.linear_floats = buffer.size();
+  return s;
+}
+
 void check(DType dt, const char* mode_env, double bound) {
   const test::ScopedEnv mode("QUILL_TERNARY_MODE", mode_env ? mode_env : "");
   ThreadPool pool(2);
@@ -45,10 +53,7 @@ void check(DType dt, const char* mode_env, double bound) {
   ASSERT_TRUE(deq.is_ok());
   const size_t floats = std::max(op_linear_scratch_floats(*q, pool), op_linear_scratch_floats(*deq, pool));
   std::vector<float> scratch(floats);
-  OpScratch s;
-  s.linear = scratch.data();
-  s.linear_floats = floats;
-  disp.set_scratch(s);
+  disp.set_scratch(linear_scratch(scratch));
   const std::vector<float> x = random_normal(size_t(M * K), 5), bias = random_normal(size_t(N), 6);
   std::vector<float> y = nan_filled(size_t(M * N)), ref = nan_filled(size_t(M * N));
   ASSERT_TRUE(disp.linear(x.data(), M, *q, bias.data(), y.data()).is_ok());
@@ -146,10 +151,7 @@ TEST(QuantBackend, Bf16ActivationsOnlyWhereAKernelRunsThem) {
       floats = op_linear_scratch_floats(*w, pool);
     }
     std::vector<float> scratch(floats);
-    OpScratch s;
-    s.linear = scratch.data();
-    s.linear_floats = floats;
-    disp.set_scratch(s);
+    disp.set_scratch(linear_scratch(scratch));
     std::vector<float> exact = nan_filled(size_t(M * N)), a8 = nan_filled(size_t(M * N)),
                        f32 = nan_filled(size_t(M * N));
     ASSERT_TRUE(disp.linear(x.data(), M, *deq, bias.data(), f32.data()).is_ok());
@@ -195,10 +197,7 @@ TEST(QuantBackend, F16TakesTheFusedKernelWhereTheTableSaysSo) {
     EXPECT_EQ(fused, isa == CpuIsa::kAvx512);
     const size_t floats = op_linear_scratch_floats(*w, pool);
     std::vector<float> scratch(floats);
-    OpScratch s;
-    s.linear = scratch.data();
-    s.linear_floats = floats;
-    disp.set_scratch(s);
+    disp.set_scratch(linear_scratch(scratch));
     std::vector<float> got = nan_filled(size_t(M * N)), ref = nan_filled(size_t(M * N)),
                        f32 = nan_filled(size_t(M * N));
     ASSERT_TRUE(disp.linear(x.data(), M, *w, bias.data(), got.data()).is_ok());
@@ -223,10 +222,7 @@ TEST(QuantBackend, ScratchTooSmallIsAnError) {
   auto q = quant::quantize_tensor(Tensor(wf.data(), DType::kF32, Shape{8, 128}), DType::kTQ2_0_G128);
   ASSERT_TRUE(q.is_ok());
   std::vector<float> x(128), y(8), scratch(4);
-  OpScratch s;
-  s.linear = scratch.data();
-  s.linear_floats = scratch.size();
-  EXPECT_EQ(cpu.linear(x.data(), 1, *q, nullptr, y.data(), s).code(), ErrorCode::kInternal);
+  EXPECT_EQ(cpu.linear(x.data(), 1, *q, nullptr, y.data(), linear_scratch(scratch)).code(), ErrorCode::kInternal);
 }
 
 }  // namespace
