@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throughput of the zmm instructions Quill's GEMM kernels are built from, in cycles per instruction,
+# Throughput of the zmm instructions Quill's GEMM kernels are built from, in cycles per pair of them,
 # alone and in pairs: which ones share execution pipes, and so what a kernel's ceiling is next to
 # sgemm's. Compiled here with -march=native (needs AVX-512 VNNI + BF16); runs on one core, then on
 # every core at once to show whether the clock holds under load. Not part of the build.
