@@ -58,17 +58,28 @@ inline const uint8_t* slab_tile_start(const TileArgs& a, int slab, int k_per_uni
 }
 }  // namespace
 
+// A k block as long as any K. The panels hold the whole K anyway; each extra block gives every tile
+// a fresh start (output rows reloaded, activation streams restarted), and blocks of 256-1024
+// measured up to 23 % (AVX-512) and 64 % (AVX2) slower than one on Zen 4 (docs/PERFORMANCE.md,
+// "One k block").
+constexpr int64_t kWholeK = int64_t(1) << 40;
+
 struct KernelSet {
   PanelKind kind;
   int nr;         // columns per sub-panel
   int mr;         // rows per micro-tile (tile accepts any mr in [1, this])
-  int64_t kc;     // k block (a multiple of the group for kI8)
+  int64_t kc;     // k block (a multiple of the group for kI8); kWholeK: all of K in one block
   int64_t group;  // kI8: k per scale group
   size_t (*panel_bytes)(int64_t K, int64_t group);
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
   int slab = 0;  // kF32 / kI8: rows per activation slab (see the top; at most 16); 0: rows as they are
 };
+
+// Tests only: every kernel set runs k blocks of `kc` (a multiple of 128: whole groups and pairs for
+// every set) instead of its own; 0 restores them. Most sets take K whole, but their tiles keep the
+// block logic (the AMX sets use blocks), and this keeps it tested everywhere.
+void set_k_block_for_tests(int64_t kc);
 
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);
 // Scalar: row n of W, elements [k0, k0 + len) (block-aligned) decoded exactly to f32.

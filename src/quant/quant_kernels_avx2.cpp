@@ -251,7 +251,7 @@ void tile(const TileArgs& a) {
 
 size_t pb_f32(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kF32, kNr, K, g); }
 
-const KernelSet kF32{PanelKind::kF32, kNr, kMr, 256, 1, pb_f32, decode_f32, tile, kMr};
+const KernelSet kF32{PanelKind::kF32, kNr, kMr, kWholeK, 1, pb_f32, decode_f32, tile, kMr};
 
 }  // namespace
 

@@ -227,6 +227,8 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
 
 // ---- panel driver ----
 
+std::atomic<int64_t> k_block_for_tests{0};
+
 void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, int64_t act_rows,
                   const float* act_scale, int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
   const int64_t N = w.N, K = w.K;
@@ -242,6 +244,8 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
   const int64_t m_step = ((M + m_parts - 1) / m_parts + ks.mr - 1) / ks.mr * ks.mr;
   m_parts = (M + m_step - 1) / m_step;
   const int64_t items = n_items_n * m_parts;
+  const int64_t kc_override = k_block_for_tests.load(std::memory_order_relaxed);
+  const int64_t kc = kc_override > 0 ? kc_override : ks.kc;
   std::atomic<int64_t> next{0};
   pool.run_on_all([&](int tid) {
     uint8_t* panels = scratch + size_t(tid) * sub_bytes * kSubPanels;
@@ -251,7 +255,7 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
       for (int64_t s = s0; s < s1; ++s)
         ks.decode(w, s * nr, std::min(nr, N - s * nr), panels + size_t(s - s0) * sub_bytes);
       const int64_t ma = pm * m_step, mb = std::min(M, ma + m_step);
-      for (int64_t k0 = 0; k0 < K; k0 += ks.kc) {
+      for (int64_t k0 = 0; k0 < K; k0 += kc) {
         TileArgs a{};
         a.act = act;
         a.lda = lda;
@@ -259,12 +263,12 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
         a.act_scale = act_scale;
         a.K = K;
         a.k0 = k0;
-        a.kc = std::min(ks.kc, K - k0);
+        a.kc = std::min(kc, K - k0);
         a.y = y;
         a.ldy = N;
         a.bias = bias;
         a.first = k0 == 0;
-        a.last = k0 + ks.kc >= K;
+        a.last = k0 + kc >= K;
         for (int64_t m0 = ma; m0 < mb; m0 += ks.mr) {
           a.m0 = m0;
           a.mr = std::min<int64_t>(ks.mr, mb - m0);
@@ -315,6 +319,8 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
   }
   return 0;
 }
+
+void set_k_block_for_tests(int64_t kc) { k_block_for_tests.store(kc % 128 == 0 ? kc : 0); }
 }  // namespace detail
 
 const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }

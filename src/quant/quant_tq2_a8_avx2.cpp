@@ -99,7 +99,7 @@ void tile(const TileArgs& a) {
 
 size_t pb_i8(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kI8, kNr, K, g); }
 
-const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMr, 1024, kG, pb_i8, decode_i8_tq2, tile, kMr};
+const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMr, kWholeK, kG, pb_i8, decode_i8_tq2, tile, kMr};
 
 }  // namespace
 

@@ -170,7 +170,8 @@ TEST(QuantLinear, ExactTernaryOnVnniMeetsItsBound) {
     GTEST_SKIP() << "no AVX-512 VNNI here";
   ThreadPool pool(2);
   constexpr int64_t G = kTq2BlockSize;
-  // K = 2176: two full k blocks of 1024 and a 128 tail; N = 47: a partly filled second sub-panel.
+  // K = 2176: 17 groups (two k blocks of 1024 and a tail where blocks are 1024); N = 47: a partly
+  // filled second sub-panel.
   for (int64_t M : {1, 4, 100, 257})
     for (int64_t K : {128, 1152, 2176, 3072})
       for (int64_t N : {1, 33, 47, 96}) {
@@ -285,7 +286,7 @@ TEST(QuantLinear, OwnerlessBf16WeightIsNotServedStale) {
   }
 }
 
-// f16 / bf16 weights with K not a multiple of the 16-wide vector decode (and of the 512 k block).
+// f16 / bf16 weights with K not a multiple of the 16-wide vector decode.
 TEST(QuantLinear, HalfWeightsWithRaggedK) {
   ThreadPool pool(2);
   for (DType dt : {DType::kF16, DType::kBF16, DType::kF32})
@@ -340,7 +341,7 @@ TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
 // line made alone. (OpenBLAS's sgemm, behind f32 weights, does not promise it.)
 TEST(QuantLinear, ARowsOutputDoesNotDependOnItsBatch) {
   ThreadPool pool(2);
-  const int64_t K = 392, N = 45, M = 29;  // K: two exact k blocks and a tail; M: full and partial row tiles
+  const int64_t K = 392, N = 45, M = 29;  // K: a vector tail; M: full and partial row tiles
   const std::vector<float> x = random_normal(size_t(M * K), 11);
   const std::vector<float> bias = random_normal(size_t(N), 12);
   const std::pair<DType, QuantMode> cases[] = {
@@ -366,7 +367,37 @@ TEST(QuantLinear, ARowsOutputDoesNotDependOnItsBatch) {
   }
 }
 
-// tq2 A8 at every SIMD level (VPMADDUBSW on AVX2, VNNI on AVX-512) over several k blocks of 1024,
+// Every non-AMX kernel set takes K as one k block; the tiles still accept several (the AMX sets
+// use them): the same product split into blocks of 256 or 1024 gives the same bits, since each
+// output is summed in the same k order and only passes through y between blocks. Covers the
+// first / last handling (zeroing, the bias, the A8 correction) that one block never exercises.
+TEST(QuantLinear, KBlocksGiveTheSameBitsAsOneBlock) {
+  struct KBlock {
+    explicit KBlock(int64_t kc) { detail::set_k_block_for_tests(kc); }
+    ~KBlock() { detail::set_k_block_for_tests(0); }
+  };
+  ThreadPool pool(2);
+  const int64_t M = 13, K = 2176, N = 47;  // K: 17 groups; N: a partly filled second sub-panel
+  const std::vector<float> x = random_normal(size_t(M * K), 31);
+  const std::vector<float> bias = random_normal(size_t(N), 32);
+  for (const Case& c : kCases) {
+    const Weight w = make_weight(c.dtype, N, K, 33);
+    for (CpuIsa isa : testable_isas()) {
+      if (isa == CpuIsa::kScalar) continue;
+      const cpu::KernelTable& t = cpu::kernel_table_for(isa);
+      const std::vector<float> whole = run(t, x, M, w, bias, c.mode, pool);
+      EXPECT_LE(rel_err(whole, gemm_ref(x, w.deq, bias, M, N, K)), c.vs_exact);
+      for (int64_t kc : {256, 1024}) {
+        const KBlock blocks(kc);
+        EXPECT_EQ(0, std::memcmp(run(t, x, M, w, bias, c.mode, pool).data(), whole.data(), whole.size() * 4))
+            << dtype_name(c.dtype) << " " << quant_mode_name(c.mode) << " " << cpu_isa_name(isa) << ": k blocks of "
+            << kc << " differ from one block";
+      }
+    }
+  }
+}
+
+// tq2 A8 at every SIMD level (VPMADDUBSW on AVX2, VNNI on AVX-512) over K of 17 and 24 groups,
 // partly filled sub-panels and row remainders, against the scalar A8 reference: the int8 images
 // are the same bits (checked first), the group sums exact integers, only f32 order differs.
 TEST(QuantLinear, TernaryA8SpansKBlocksOnEverySimdLevel) {
