@@ -370,12 +370,14 @@ int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? 
 
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
 // rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed rows take up to
-// kSlabBytes (at least 192 rows, so decoding stays a few percent of a pass), whole slabs.
+// kSlabBytes, whole slabs, and at least 512 rows whatever K: with 192 the f16 panel decode took 14 %
+// of a GEMM at K = 14336 (three passes for M = 512), and one pass there measured 6 % faster
+// (docs/PERFORMANCE.md, "One k block"), for more scratch past K = 4096 (29 MB at K = 14336, was 11).
 constexpr size_t kSlabBytes = size_t(8) << 20;
 int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
   if (uses_slabs(kind, ks)) {
     const size_t row_bytes = size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4;
-    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(192, int64_t(kSlabBytes / row_bytes)));
+    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(512, int64_t(kSlabBytes / row_bytes)));
     return rows / ks->slab * ks->slab;
   }
   if (kind == PanelKind::kF32) return M;

@@ -310,12 +310,12 @@ TEST(QuantLinear, HalfWeightsWithRaggedK) {
     }
 }
 
-// Exact f32-activation kernels that pack x into row slabs do so a pass at a time (AVX2: 8 MB of
-// slabs, at least 192 rows): at K = 16384 a batch of 389 rows takes three passes, the last one
-// partly filled. Each row must match the reference and equal the same row run alone.
+// Exact f32-activation kernels that pack x into row slabs do so a pass at a time (8 MB of slabs,
+// at least 512 rows rounded down to whole slabs: 504 rows on AVX-512, 510 on AVX2): at K = 16384
+// a batch of 1100 rows takes three passes, the last one partly filled. Each row must match the reference and equal the same row run alone.
 TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
   ThreadPool pool(2);
-  const int64_t M = 389, K = 16384, N = 21;
+  const int64_t M = 1100, K = 16384, N = 21;
   const std::vector<float> x = random_normal(size_t(M * K), 21);
   const std::vector<float> bias = random_normal(size_t(N), 22);
   for (DType dt : {DType::kF16, DType::kQ8_0}) {
@@ -325,7 +325,7 @@ TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
       const auto& table = cpu::kernel_table_for(isa);
       const std::vector<float> all = run(table, x, M, w, bias, QuantMode::kExact, pool);
       EXPECT_LE(rel_err(all, ref), 1e-5) << dtype_name(dt) << " " << cpu_isa_name(isa);
-      for (int64_t r : {int64_t(0), int64_t(191), int64_t(192), int64_t(383), M - 1}) {
+      for (int64_t r : {0, 503, 504, 509, 510, 1007, 1008, 1019, 1020, 1099}) {
         const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
         const std::vector<float> alone = run(table, row, 1, w, bias, QuantMode::kExact, pool);
         EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
