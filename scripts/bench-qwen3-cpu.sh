@@ -2,7 +2,9 @@
 # FLUX.2 [klein]'s text encoder at Qwen3-4B shapes (random weights, tools/bench_torch_qwen3.py; the
 # 27 layers klein reads), one 512-token prompt, side by side in one run: torch bf16 (transformers)
 # vs `quill encode-prompt` on the bf16 weights and on a q8_0 GGUF (`quill quantize`), each exact and
-# A8 (QUILL_TERNARY_MODE=a8: int8 activations for q8_0, bf16 activations through oneDNN for bf16); medians of RUNS fresh processes' encode times (load not counted) and peak RSS.
+# A8 (QUILL_TERNARY_MODE=a8: int8 activations for q8_0, bf16 activations for bf16: Quill's kernel,
+# oneDNN's with AMX or QUILL_BF16_ONEDNN=1); medians of RUNS fresh processes' encode times (load not
+# counted) and peak RSS.
 # Usage: scripts/bench-qwen3-cpu.sh [threads] [runs]     (DIR=build/qwen3_4b by default, ~7 GB)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ quill_runs() {  # $1 model; prints "median_ms peak_mib"
 $(printf '%s\n' "${rss[@]}" | sort -g | tail -1)"
 }
 echo "== quill bf16" >&2;      B=$(quill_runs "$DIR")
-echo "== quill bf16 A8 (oneDNN bf16 activations)" >&2; BA=$(QUILL_TERNARY_MODE=a8 quill_runs "$DIR")
+echo "== quill bf16 A8 (bf16 activations)" >&2; BA=$(QUILL_TERNARY_MODE=a8 quill_runs "$DIR")
 echo "== quill q8_0 exact" >&2; X=$(quill_runs "$DIR.q8.gguf")
 echo "== quill q8_0 A8" >&2;    A=$(QUILL_TERNARY_MODE=a8 quill_runs "$DIR.q8.gguf")
 "$PY" - "$TORCH" "$B" "$BA" "$X" "$A" <<'PYEOF'
