@@ -20,8 +20,8 @@
 #include <cstring>
 
 #include "quant/formats.h"
-#include "quant/quant_kernels.h"
 #include "quant/panel_avx512.h"
+#include "quant/quant_kernels.h"
 
 namespace quill::quant::detail::avx512 {
 
@@ -91,8 +91,7 @@ void tile_i8x3(const TileArgs& a) {
     // lo/mid/hi digit sums, for the two 16-column halves
     __m512i lo0[MR], lo1[MR], mid0[MR], mid1[MR], hi0[MR], hi1[MR];
 #pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i)
-      lo0[i] = lo1[i] = mid0[i] = mid1[i] = hi0[i] = hi1[i] = _mm512_setzero_si512();
+    for (int i = 0; i < MR; ++i) lo0[i] = lo1[i] = mid0[i] = mid1[i] = hi0[i] = hi1[i] = _mm512_setzero_si512();
     for (int q = 0; q < kG / 4; ++q) {
       const __m512i b0 = _mm512_load_si512(b + q * kNr), b1 = _mm512_load_si512(b + q * kNr + 16);
 #pragma GCC unroll 8
@@ -138,6 +137,8 @@ void t_i8x3(const TileArgs& a) {
 
 size_t pb_i8x3(int64_t K, int64_t g) { return panel_bytes_generic(PanelKind::kI8x3, kNr, K, g); }
 
+// k blocks of 1024: unlike the other non-AMX sets (kWholeK), one block measured level here
+// (docs/PERFORMANCE.md, "One k block").
 const KernelSet kI8x3Tq2{PanelKind::kI8x3, kNr, kMr, 1024, kG, pb_i8x3, decode_tq2_plus_one, t_i8x3};
 
 }  // namespace

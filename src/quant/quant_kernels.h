@@ -59,9 +59,9 @@ inline const uint8_t* slab_tile_start(const TileArgs& a, int slab, int k_per_uni
 }  // namespace
 
 // A k block as long as any K. The panels hold the whole K anyway; each extra block gives every tile
-// a fresh start (output rows reloaded, activation streams restarted), and blocks of 256-1024
-// measured up to 23 % slower than one on Zen 4 (f16 at K = 14336; docs/PERFORMANCE.md, "One k
-// block").
+// a fresh start (output rows reloaded, activation streams restarted): on Zen 4 one block was
+// 6-9 % faster at K = 3072 (A/B) and up to 23 % at K = 14336 (a block-length sweep; f16);
+// docs/PERFORMANCE.md, "One k block".
 constexpr int64_t kWholeK = int64_t(1) << 40;
 
 struct KernelSet {

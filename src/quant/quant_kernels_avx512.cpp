@@ -259,8 +259,8 @@ void tile_bf16(const TileArgs& a) {
 }
 
 // y holds sum_g d_g * I_g between k blocks; the last block applies (acc - c) * s_x + bias.
-// x is read as rows lda apart: six u8 streams stay in L1, and packing them into slabs measured
-// 1 % slower on Zen 4 (docs/PERFORMANCE.md, "Activation slabs for the AVX-512 tiles").
+// x is read as rows lda apart: packing them into slabs measured 1 % slower on Zen 4, with k blocks
+// of 1024 then (docs/PERFORMANCE.md, "Activation slabs for the AVX-512 tiles").
 template <int MR, int G>
 void tile_i8(const TileArgs& a) {
   const auto* x = static_cast<const uint8_t*>(a.act) + a.m0 * a.lda + a.k0;

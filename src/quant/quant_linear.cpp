@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -320,7 +321,13 @@ size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group) {
   return 0;
 }
 
-void set_k_block_for_tests(int64_t kc) { k_block_for_tests.store(kc % 128 == 0 ? kc : 0); }
+void set_k_block_for_tests(int64_t kc) {
+  if (kc < 0 || kc % 128 != 0) {  // a test asking for blocks no set can take would test nothing
+    std::fprintf(stderr, "set_k_block_for_tests: %lld is not a multiple of 128\n", static_cast<long long>(kc));
+    std::abort();
+  }
+  k_block_for_tests.store(kc);
+}
 }  // namespace detail
 
 const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }
@@ -356,7 +363,8 @@ QuantMode quant_mode_for(DType dtype) {
   if (v && std::string_view(v) == "exact") return QuantMode::kExact;
   if (v && *v) {
     static std::once_flag warned;
-    std::call_once(warned, [v] { log_warn("QUILL_TERNARY_MODE='", v, "' is neither 'a8' nor 'exact'; using the defaults"); });
+    std::call_once(warned,
+                   [v] { log_warn("QUILL_TERNARY_MODE='", v, "' is neither 'a8' nor 'exact'; using the defaults"); });
   }
   return dtype == DType::kTQ2_0_G128 && a8_kernel ? QuantMode::kA8 : QuantMode::kExact;
 }
@@ -370,15 +378,17 @@ int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? 
 
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
 // rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed rows take up to
-// kSlabBytes, whole slabs, and at least 512 rows whatever K: with 192 the f16 panel decode took 14 %
-// of a GEMM at K = 14336 (three passes for M = 512), and one pass there measured 6 % faster
-// (docs/PERFORMANCE.md, "One k block"), for more scratch past K = 4096 (29 MB at K = 14336, was 11).
+// kSlabBytes in whole slabs, but at least 512 rows (rounded up to whole slabs) whatever K: with 192
+// the f16 panel decode took 14 % of a GEMM at K = 14336, M = 512 (three passes), and one pass there
+// measured faster (docs/PERFORMANCE.md, "One k block"), for more scratch past K = 4096 (30 MB at
+// K = 14336, was 11).
 constexpr size_t kSlabBytes = size_t(8) << 20;
 int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
   if (uses_slabs(kind, ks)) {
+    const int64_t slab = ks->slab;
     const size_t row_bytes = size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4;
-    const int64_t rows = std::min(kQuantMChunk, std::max<int64_t>(512, int64_t(kSlabBytes / row_bytes)));
-    return rows / ks->slab * ks->slab;
+    const int64_t fit = std::min(kQuantMChunk, int64_t(kSlabBytes / row_bytes)) / slab * slab;
+    return std::max(fit, (512 + slab - 1) / slab * slab);
   }
   if (kind == PanelKind::kF32) return M;
   // kI8x3 rows are 3 bytes an element: a third of kI8's rows keeps its buffer no larger.
