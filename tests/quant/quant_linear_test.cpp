@@ -311,8 +311,8 @@ TEST(QuantLinear, HalfWeightsWithRaggedK) {
 
 // Exact f32-activation kernels that pack x into row slabs do so a pass at a time (8 MB of slabs,
 // at least 512 rows rounded up to whole slabs: 516 rows for slabs of 12 (AVX-512) and of 6 (AVX2)):
-// at K = 16384 a batch of 1100 rows takes three passes, the last one partly filled. Each row must match the reference
-// and equal the same row run alone.
+// at K = 16384 a batch of 1100 rows takes three passes, the last one partly filled. Each row must
+// match the reference and equal the same row run alone.
 TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
   ThreadPool pool(2);
   const int64_t M = 1100, K = 16384, N = 21;
