@@ -64,6 +64,9 @@ inline const uint8_t* slab_tile_start(const TileArgs& a, int slab, int k_per_uni
 // docs/PERFORMANCE.md, "One k block".
 constexpr int64_t kWholeK = int64_t(1) << 40;
 
+// The AVX-512 sets' pass budget (KernelSet::pass_bytes; docs/PERFORMANCE.md, "Passes by bytes").
+constexpr size_t kWidePassBytes = size_t(64) << 20;
+
 struct KernelSet {
   PanelKind kind;
   int nr;         // columns per sub-panel
@@ -74,12 +77,19 @@ struct KernelSet {
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
   int slab = 0;  // kF32 / kI8: rows per activation slab (see the top; at most 16); 0: rows as they are
+  // Slab-packed or bf16 activation bytes per row pass (quant_linear.cpp, rows_per_pass); 0: 8 MB.
+  // Larger passes decode the weights fewer times, but stream x from memory rather than L3: worth it
+  // for the AVX-512 tiles (12 x 32), a loss for the AVX2 ones (6 x 16, twice the x bytes per FMA).
+  size_t pass_bytes = 0;
 };
 
 // Tests only: every kernel set runs k blocks of `kc` (a multiple of 128: whole groups and pairs for
 // every set) instead of its own; 0 restores them. Most sets take K whole, but their tiles keep the
 // block logic (the AMX sets use blocks), and this keeps it tested everywhere.
 void set_k_block_for_tests(int64_t kc);
+// Tests only: the byte budget of one pass of slab-packed or bf16 activation rows (0 restores it),
+// so a test can span several passes without a huge x.
+void set_pass_bytes_for_tests(size_t bytes);
 
 size_t panel_bytes_generic(PanelKind kind, int nr, int64_t K, int64_t group);
 // Scalar: row n of W, elements [k0, k0 + len) (block-aligned) decoded exactly to f32.

@@ -229,6 +229,7 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
 // ---- panel driver ----
 
 std::atomic<int64_t> k_block_for_tests{0};
+std::atomic<size_t> pass_bytes_for_tests{0};
 
 void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, int64_t act_rows,
                   const float* act_scale, int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
@@ -328,6 +329,8 @@ void set_k_block_for_tests(int64_t kc) {
   }
   k_block_for_tests.store(kc);
 }
+
+void set_pass_bytes_for_tests(size_t bytes) { pass_bytes_for_tests.store(bytes); }
 }  // namespace detail
 
 const char* quant_mode_name(QuantMode m) { return m == QuantMode::kA8 ? "a8" : "exact"; }
@@ -376,22 +379,27 @@ bool uses_slabs(PanelKind kind, const KernelSet* ks) {
 }
 int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? K / 4 : K; }
 
-// Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding; int8
-// rows are 1 byte per element, the other activation formats 2 to 6. Slab-packed rows take up to
-// kSlabBytes in whole slabs, but at least 512 rows (rounded up to whole slabs) whatever K: with 192
-// the f16 panel decode took 14 % of a GEMM at K = 14336, M = 512 (three passes), and one pass there
-// measured faster (docs/PERFORMANCE.md, "One k block"), for more scratch past K = 4096 (30 MB at
-// K = 14336, was 11).
-constexpr size_t kSlabBytes = size_t(8) << 20;
+// Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding. Slab-packed
+// f32 rows and bf16 rows take up to their kernel set's pass budget of bytes (whole slabs), at least
+// 512 rows (rounded up to whole slabs) whatever K and at most kQuantMChunk (the scratch is sized for
+// that many). At 512-row passes the panel decode, bound by reading the weights from memory, took
+// 4 % of an AVX-512 bf16 GEMM and 7 % of an f16 one on Zen 4 (docs/PERFORMANCE.md, "Passes by
+// bytes"). int8 rows (1 byte an element) always take kQuantMChunk rows, kI8x3 rows (3 bytes) a
+// third of that, and bf16 rows without a kernel set (the scalar reference) 512.
+constexpr size_t kDefaultPassBytes = size_t(8) << 20;
+
+int64_t rows_in_budget(const KernelSet* ks, size_t row_bytes, int64_t multiple) {
+  const size_t override_bytes = pass_bytes_for_tests.load(std::memory_order_relaxed);
+  const size_t budget = override_bytes > 0 ? override_bytes : ks->pass_bytes > 0 ? ks->pass_bytes : kDefaultPassBytes;
+  const int64_t fit = std::min(kQuantMChunk, int64_t(budget / std::max<size_t>(row_bytes, 1))) / multiple * multiple;
+  return std::max(fit, (512 + multiple - 1) / multiple * multiple);
+}
+
 int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
-  if (uses_slabs(kind, ks)) {
-    const int64_t slab = ks->slab;
-    const size_t row_bytes = size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4;
-    const int64_t fit = std::min(kQuantMChunk, int64_t(kSlabBytes / row_bytes)) / slab * slab;
-    return std::max(fit, (512 + slab - 1) / slab * slab);
-  }
+  if (uses_slabs(kind, ks)) return rows_in_budget(ks, size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4, ks->slab);
   if (kind == PanelKind::kF32) return M;
-  // kI8x3 rows are 3 bytes an element: a third of kI8's rows keeps its buffer no larger.
+  if (kind == PanelKind::kBf16 && ks) return rows_in_budget(ks, size_t(act_stride(kind, K)) * 2, 1);
+  // kBf16x3 (AMX exact) keeps 512 rows: three planes, tuned on Sapphire Rapids, not re-measured.
   return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 3 : 512;
 }
 

@@ -309,12 +309,19 @@ TEST(QuantLinear, HalfWeightsWithRaggedK) {
     }
 }
 
-// Exact f32-activation kernels that pack x into row slabs do so a pass at a time (8 MB of slabs,
-// at least 512 rows rounded up to whole slabs: 516 rows for slabs of 12 (AVX-512) and of 6 (AVX2)):
-// at K = 16384 a batch of 1100 rows takes three passes, the last one partly filled. Each row must
-// match the reference and equal the same row run alone.
+// A pass budget for the test's span (detail::set_pass_bytes_for_tests), restored on scope exit.
+struct PassBytes {
+  explicit PassBytes(size_t bytes) { detail::set_pass_bytes_for_tests(bytes); }
+  ~PassBytes() { detail::set_pass_bytes_for_tests(0); }
+};
+
+// Exact f32-activation kernels that pack x into row slabs do so a pass at a time (a byte budget of
+// slabs, at least 512 rows rounded up to whole slabs: 516 rows for slabs of 12 (AVX-512) and of 6
+// (AVX2)): with 8 MB passes at K = 16384 a batch of 1100 rows takes three, the last one partly
+// filled. Each row must match the reference and equal the same row run alone.
 TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
   ThreadPool pool(2);
+  const PassBytes budget(size_t(8) << 20);
   const int64_t M = 1100, K = 16384, N = 21;
   const std::vector<float> x = random_normal(size_t(M * K), 21);
   const std::vector<float> bias = random_normal(size_t(N), 22);
@@ -331,6 +338,31 @@ TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
         EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
             << dtype_name(dt) << " " << cpu_isa_name(isa) << ": row " << r;
       }
+    }
+  }
+}
+
+// bf16 weights with bf16 activations take passes of at least 512 rows within the byte budget: a
+// 1 MB budget at K = 2048 gives the floor, so 1100 rows take passes of 512, 512 and 76. Each row
+// equals the same row run alone and the scalar bf16-activation reference.
+TEST(QuantLinear, Bf16ActivationRowsSpanningSeveralPasses) {
+  ThreadPool pool(2);
+  const PassBytes budget(size_t(1) << 20);
+  const int64_t M = 1100, K = 2048, N = 37;
+  const std::vector<float> x = random_normal(size_t(M * K), 31);
+  const std::vector<float> bias = random_normal(size_t(N), 32);
+  const Weight w = make_weight(DType::kBF16, N, K, 33);
+  const std::vector<float> scalar = run(cpu::kernel_table_for(CpuIsa::kScalar), x, M, w, bias, QuantMode::kA8, pool);
+  EXPECT_LE(rel_err(scalar, gemm_ref(x, w.deq, bias, M, N, K)), 1e-2);
+  for (CpuIsa isa : testable_isas()) {
+    const auto& table = cpu::kernel_table_for(isa);
+    const std::vector<float> all = run(table, x, M, w, bias, QuantMode::kA8, pool);
+    EXPECT_LE(rel_err(all, scalar), 1e-5) << cpu_isa_name(isa);
+    for (int64_t r : {0, 511, 512, 1023, 1024, 1099}) {
+      const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
+      const std::vector<float> alone = run(table, row, 1, w, bias, QuantMode::kA8, pool);
+      EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
+          << cpu_isa_name(isa) << ": row " << r;
     }
   }
 }
