@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "../backend/op_test_util.h"
@@ -82,6 +84,21 @@ std::vector<float> run(const cpu::KernelTable& kernels, const std::vector<float>
                            scratch.data(), mode, pool);
   EXPECT_TRUE(st.is_ok()) << st.to_string();
   return y;
+}
+
+// Each of `rows` of x (rows K long), run alone, gives the same bits as it did in `batch`, the run
+// of all of x: an output row depends on its own input row only.
+void expect_rows_as_alone(const cpu::KernelTable& table, const std::vector<float>& x, int64_t K,
+                          const std::vector<float>& batch, const Weight& w, const std::vector<float>& bias,
+                          QuantMode mode, ThreadPool& pool, std::initializer_list<int64_t> rows,
+                          const std::string& what) {
+  const int64_t N = w.t.dim(0);
+  for (int64_t r : rows) {
+    const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
+    const std::vector<float> alone = run(table, row, 1, w, bias, mode, pool);
+    EXPECT_EQ(0, std::memcmp(alone.data(), &batch[size_t(r * N)], size_t(N) * sizeof(float)))
+        << what << ": row " << r << " alone differs from the same row in its batch";
+  }
 }
 
 struct Case {
@@ -332,12 +349,8 @@ TEST(QuantLinear, ExactRowsSpanningSeveralPasses) {
       const auto& table = cpu::kernel_table_for(isa);
       const std::vector<float> all = run(table, x, M, w, bias, QuantMode::kExact, pool);
       EXPECT_LE(rel_err(all, ref), 1e-5) << dtype_name(dt) << " " << cpu_isa_name(isa);
-      for (int64_t r : {0, 515, 516, 1031, 1032, 1099}) {
-        const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
-        const std::vector<float> alone = run(table, row, 1, w, bias, QuantMode::kExact, pool);
-        EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
-            << dtype_name(dt) << " " << cpu_isa_name(isa) << ": row " << r;
-      }
+      expect_rows_as_alone(table, x, K, all, w, bias, QuantMode::kExact, pool, {0, 515, 516, 1031, 1032, 1099},
+                           std::string(dtype_name(dt)) + " " + cpu_isa_name(isa));
     }
   }
 }
@@ -358,12 +371,8 @@ TEST(QuantLinear, Bf16ActivationRowsSpanningSeveralPasses) {
     const auto& table = cpu::kernel_table_for(isa);
     const std::vector<float> all = run(table, x, M, w, bias, QuantMode::kA8, pool);
     EXPECT_LE(rel_err(all, scalar), 1e-5) << cpu_isa_name(isa);
-    for (int64_t r : {0, 511, 512, 1023, 1024, 1099}) {
-      const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
-      const std::vector<float> alone = run(table, row, 1, w, bias, QuantMode::kA8, pool);
-      EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
-          << cpu_isa_name(isa) << ": row " << r;
-    }
+    expect_rows_as_alone(table, x, K, all, w, bias, QuantMode::kA8, pool, {0, 511, 512, 1023, 1024, 1099},
+                         cpu_isa_name(isa));
   }
 }
 
@@ -388,13 +397,8 @@ TEST(QuantLinear, ARowsOutputDoesNotDependOnItsBatch) {
     for (CpuIsa isa : testable_isas()) {
       const auto& table = cpu::kernel_table_for(isa);
       const std::vector<float> all = run(table, xk, M, w, bias, mode, pool);
-      for (int64_t r : {int64_t(0), int64_t(5), int64_t(6), M - 1}) {
-        const std::vector<float> row(xk.begin() + r * k, xk.begin() + (r + 1) * k);
-        const std::vector<float> alone = run(table, row, 1, w, bias, mode, pool);
-        EXPECT_EQ(0, std::memcmp(alone.data(), &all[size_t(r * N)], size_t(N) * sizeof(float)))
-            << dtype_name(dt) << " " << quant_mode_name(mode) << " " << cpu_isa_name(isa) << ": row " << r
-            << " alone differs from the same row in a batch of " << M;
-      }
+      expect_rows_as_alone(table, xk, k, all, w, bias, mode, pool, {0, 5, 6, M - 1},
+                           std::string(dtype_name(dt)) + " " + quant_mode_name(mode) + " " + cpu_isa_name(isa));
     }
   }
 }
