@@ -77,10 +77,11 @@ struct KernelSet {
   void (*decode)(const WeightView& w, int64_t n0, int64_t rows, uint8_t* panel);
   void (*tile)(const TileArgs& a);
   int slab = 0;  // kF32 / kI8: rows per activation slab (see the top; at most 16); 0: rows as they are
-  // Slab-packed or bf16 activation bytes per row pass (quant_linear.cpp, rows_per_pass); 0: 8 MB.
-  // Larger passes decode the weights fewer times, but stream x from memory rather than L3: worth it
-  // for the AVX-512 tiles (12 x 32), a loss for the AVX2 ones (6 x 16, twice the x bytes per FMA).
-  size_t pass_bytes = 0;
+  // Slab-packed or bf16 activation bytes per row pass (quant_linear.cpp, rows_per_pass). Larger
+  // passes decode the weights fewer times, but stream x from memory rather than L3: worth it for
+  // the AVX-512 tiles (12 x 32, kWidePassBytes), a loss for the AVX2 ones (6 x 16, twice the x
+  // bytes per FMA).
+  size_t pass_bytes = size_t(8) << 20;
 };
 
 // Tests only: every kernel set runs k blocks of `kc` (a multiple of 128: whole groups and pairs for

@@ -386,11 +386,9 @@ int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? 
 // 4 % of an AVX-512 bf16 GEMM and 7 % of an f16 one on Zen 4 (docs/PERFORMANCE.md, "Passes by
 // bytes"). int8 rows (1 byte an element) always take kQuantMChunk rows, kI8x3 rows (3 bytes) a
 // third of that, and bf16 rows without a kernel set (the scalar reference) 512.
-constexpr size_t kDefaultPassBytes = size_t(8) << 20;
-
 int64_t rows_in_budget(const KernelSet* ks, size_t row_bytes, int64_t multiple) {
   const size_t override_bytes = pass_bytes_for_tests.load(std::memory_order_relaxed);
-  const size_t budget = override_bytes > 0 ? override_bytes : ks->pass_bytes > 0 ? ks->pass_bytes : kDefaultPassBytes;
+  const size_t budget = override_bytes > 0 ? override_bytes : ks->pass_bytes;
   const int64_t fit = std::min(kQuantMChunk, int64_t(budget / std::max<size_t>(row_bytes, 1))) / multiple * multiple;
   return std::max(fit, (512 + multiple - 1) / multiple * multiple);
 }
