@@ -8,10 +8,10 @@
 //   kI8x3    [K/4][nr][4] u8 codes w + 1 (tq2), then f32 d[K/G][nr].
 // Activations: kF32 reads x as is; kBf16 reads x rounded to bf16 [M][K]; kI8 reads
 // u8 = q + 128 [M][K] with q = round(x / s), s = absmax / 127 per row (scale array beside);
-// where a kF32 or kI8 kernel set has a `slab`, the driver packs those rows into slabs of `slab`
-// rows, 4-byte units (an f32, or a quad of 4 u8: K % 4 == 0) interleaved: unit u of row i of slab
-// t at (t * U + u) * slab + i, U = K (f32) or K / 4 (quads), rows past M zero. One micro-tile's
-// rows are then one contiguous stream;
+// where a kF32, kBf16 or kI8 kernel set has a `slab`, the driver packs those rows into slabs of
+// `slab` rows, 4-byte units (an f32, a bf16 pair (k, k + 1), or a quad of 4 u8: K % 4 == 0)
+// interleaved: unit u of row i of slab t at (t * U + u) * slab + i, U = K (f32), K / 2 (pairs) or
+// K / 4 (quads), rows past M zero. One micro-tile's rows are then one contiguous stream;
 // kI8x3 reads x as three int8 digit planes per 128-group with a scale and a sum per group (the
 // exact mode on AVX-512 VNNI without AMX; layout in quant_exact_i8_avx512.cpp).
 #pragma once

@@ -234,23 +234,23 @@ void tile_f32(const TileArgs& a) {
   store_tile<MR>(a, y, mk0, mk1, c0, c1);
 }
 
+// bf16 pairs in slabs of kMrBf16 rows: the tile's pair p of row i at x[p * kMrBf16 + i]. Read as
+// 12 rows K apart instead, it was 3.6 % slower at K = 14336 (docs/PERFORMANCE.md, "bf16 activations
+// in slabs").
 template <int MR>
 void tile_bf16(const TileArgs& a) {
-  const auto* x = static_cast<const uint16_t*>(a.act) + a.m0 * a.lda + a.k0;
+  const auto* x = reinterpret_cast<const uint32_t*>(slab_tile_start(a, kMrBf16, 2));
   const auto* b = reinterpret_cast<const uint32_t*>(a.panel) + (a.k0 / 2) * kNr;
   const __mmask16 mk0 = lane_mask(a.nvalid), mk1 = lane_mask(a.nvalid - 16);
   float* y = a.y + a.m0 * a.ldy + a.n0;
   __m512 c0[MR], c1[MR];
   load_tile<MR>(a, y, mk0, mk1, c0, c1);
-  const int64_t lda = a.lda;
   for (int64_t p = 0; p < a.kc / 2; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_load_si512(b + p * kNr);
     const __m512bh b1 = (__m512bh)_mm512_load_si512(b + p * kNr + 16);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      uint32_t pair;
-      std::memcpy(&pair, x + i * lda + 2 * p, 4);
-      const __m512bh xv = (__m512bh)_mm512_set1_epi32(int(pair));
+      const __m512bh xv = (__m512bh)_mm512_set1_epi32(int(x[p * kMrBf16 + i]));
       c0[i] = _mm512_dpbf16_ps(c0[i], xv, b0);
       c1[i] = _mm512_dpbf16_ps(c1[i], xv, b1);
     }
@@ -358,7 +358,7 @@ const KernelSet kF32Q8{PanelKind::kF32, kNr, kMrF32, kWholeK, 1, pb_f32, decode_
 const KernelSet kF32Float{PanelKind::kF32,  kNr,   kMrF32, kWholeK,       1, pb_f32,
                           decode_f32_float, t_f32, kMrF32, kWidePassBytes};
 const KernelSet kBf16{PanelKind::kBf16,  kNr,    kMrBf16, kWholeK,       1, pb_bf16,
-                      decode_bf16_pairs, t_bf16, 0,       kWidePassBytes};
+                      decode_bf16_pairs, t_bf16, kMrBf16, kWidePassBytes};
 const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, kWholeK, 128, pb_i8, decode_i8_tq2, t_i8_tq2};
 const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, kWholeK, 32, pb_i8, decode_i8_q8, t_i8_q8};
 

@@ -373,14 +373,17 @@ QuantMode quant_mode_for(DType dtype) {
 }
 
 namespace {
-// Slab packing (quant_kernels.h) moves 4-byte units: an f32 (kF32) or a quad of 4 u8 (kI8).
+// Slab packing (quant_kernels.h) moves 4-byte units: an f32 (kF32), a quad of 4 u8 (kI8) or a bf16
+// pair (kBf16).
 bool uses_slabs(PanelKind kind, const KernelSet* ks) {
-  return ks && ks->slab > 0 && (kind == PanelKind::kF32 || kind == PanelKind::kI8);
+  return ks && ks->slab > 0 && (kind == PanelKind::kF32 || kind == PanelKind::kI8 || kind == PanelKind::kBf16);
 }
-int64_t slab_units(PanelKind kind, int64_t K) { return kind == PanelKind::kI8 ? K / 4 : K; }
+int64_t slab_units(PanelKind kind, int64_t K) {
+  return kind == PanelKind::kI8 ? K / 4 : kind == PanelKind::kBf16 ? K / 2 : K;
+}
 
 // Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding. Slab-packed
-// f32 rows and bf16 rows take up to their kernel set's pass budget of bytes (whole slabs), at least
+// rows and bf16 rows take up to their kernel set's pass budget of bytes (whole slabs), at least
 // 512 rows (rounded up to whole slabs) whatever K and at most kQuantMChunk (the scratch is sized for
 // that many). At 512-row passes the panel decode, bound by reading the weights from memory, took
 // 4 % of an AVX-512 bf16 GEMM and 7 % of an f16 one on Zen 4 (docs/PERFORMANCE.md, "Passes by
@@ -427,6 +430,31 @@ void pack_slabs(const uint8_t* src, int64_t rows, int64_t units, int64_t stride,
     }
   });
 }
+
+// Rows [0, rows) of x (K floats each) rounded to bf16 straight into slabs of `slab` rows, units the
+// pairs (k, k + 1): a block of k of each of a slab's rows rounded into a buffer that stays in L1, then
+// interleaved. The rows are never written out whole and read back (pack_slabs' pass over them).
+void prep_bf16_slabs(void (*prep_bf16_rows)(const float*, int64_t, int64_t, uint16_t*), const float* x, int64_t rows,
+                     int64_t K, int slab, uint8_t* out, ThreadPool& pool) {
+  constexpr int kMaxSlab = 16;
+  constexpr int64_t kBlock = 256;  // k per step (even)
+  const int64_t units = K / 2, slabs = (rows + slab - 1) / slab;
+  pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
+    alignas(64) uint16_t block[kMaxSlab][kBlock];
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* o = out + t * units * slab * 4;
+      const int live = int(std::min<int64_t>(slab, rows - t * slab));
+      for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+        const int64_t len = std::min(kBlock, K - k0);
+        for (int i = 0; i < live; ++i) prep_bf16_rows(x + (t * slab + i) * K + k0, 1, len, block[i]);
+        for (int64_t u = 0; u < len / 2; ++u, o += slab * 4) {
+          for (int i = 0; i < live; ++i) std::memcpy(o + i * 4, &block[i][2 * u], 4);
+          std::memset(o + live * 4, 0, size_t(slab - live) * 4);
+        }
+      }
+    }
+  });
+}
 }  // namespace
 
 size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, const ThreadPool& pool) {
@@ -439,7 +467,9 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
   if (ks) per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
-  return act_bytes(kind, rows, K) + slab_bytes(kind, ks, rows, K) + threads * per_thread + kAlign;
+  const bool slabs = uses_slabs(kind, ks) && !plan.onednn;
+  const size_t rows_bytes = slabs && kind == PanelKind::kBf16 ? 0 : act_bytes(kind, rows, K);
+  return rows_bytes + (slabs ? slab_bytes(kind, ks, rows, K) : 0) + threads * per_thread + kAlign;
 }
 
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
@@ -456,20 +486,24 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   const KernelSet* ks = plan.kernels;
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
   const int64_t chunk = std::min(M, rows_per_pass(kind, ks, K, M));
-  const bool slabs = uses_slabs(kind, ks);
+  const bool use_onednn = plan.onednn;
+  const bool slabs = uses_slabs(kind, ks) && !use_onednn;
   uint8_t* act = base;  // activations as prepared, row after row (none for kF32)
-  uint8_t* slab = act + act_bytes(kind, chunk, K);
+  // bf16 rows are rounded straight into slabs (prep_bf16_slabs): no row buffer.
+  const bool bf16_slabs = slabs && kind == PanelKind::kBf16;
+  uint8_t* slab = act + (bf16_slabs ? 0 : act_bytes(kind, chunk, K));
   uint8_t* work = slab + slab_bytes(kind, ks, chunk, K);
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
   // non-AMX kernel).
-  const bool use_onednn = plan.onednn;
   const int64_t lda = kind == PanelKind::kF32 || use_onednn ? K : act_stride(kind, K);
   auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
   for (int64_t m0 = 0; m0 < M; m0 += chunk) {
     const int64_t rows = std::min(chunk, M - m0);
     const float* xc = x + m0 * K;
     float* yc = y + m0 * w.N;
-    if (kind != PanelKind::kF32) {
+    if (bf16_slabs) {
+      prep_bf16_slabs(qk.prep_bf16_rows, xc, rows, K, ks->slab, slab, pool);
+    } else if (kind != PanelKind::kF32) {
       pool.parallel_for(rows, 4, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           if (kind == PanelKind::kI8x3)
@@ -484,7 +518,9 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       });
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
-    if (slabs) {
+    if (bf16_slabs) {
+      a = slab;
+    } else if (slabs) {
       const int64_t stride = kind == PanelKind::kF32 ? K * int64_t(sizeof(float)) : lda;  // bytes
       pack_slabs(static_cast<const uint8_t*>(a), rows, slab_units(kind, K), stride, ks->slab, slab, pool);
       a = slab;
