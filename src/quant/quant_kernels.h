@@ -82,6 +82,9 @@ struct KernelSet {
   // the AVX-512 tiles (12 x 32, kWidePassBytes), a loss for the AVX2 ones (6 x 16, twice the x
   // bytes per FMA).
   size_t pass_bytes = size_t(8) << 20;
+  // Panels that are the weight's own bytes permuted (no bigger): decoded once per weight and kept
+  // instead of per call (prepacked_panels.h).
+  bool prepack = false;
 };
 
 // Tests only: every kernel set runs k blocks of `kc` (a multiple of 128: whole groups and pairs for

@@ -16,6 +16,7 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "quant/formats.h"
+#include "quant/prepacked_panels.h"
 #include "quant/quant_kernels.h"
 
 namespace quill::quant {
@@ -231,8 +232,10 @@ void reference_linear(const float* x, int64_t M, const WeightView& w, PanelKind 
 std::atomic<int64_t> k_block_for_tests{0};
 std::atomic<size_t> pass_bytes_for_tests{0};
 
-void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int64_t lda, int64_t act_rows,
-                  const float* act_scale, int64_t M, const float* bias, float* y, uint8_t* scratch, ThreadPool& pool) {
+// `packed`: the weight's panels decoded once (prepacked_panels.h), or null to decode them here.
+void panel_linear(const KernelSet& ks, const WeightView& w, const uint8_t* packed, const void* act, int64_t lda,
+                  int64_t act_rows, const float* act_scale, int64_t M, const float* bias, float* y, uint8_t* scratch,
+                  ThreadPool& pool) {
   const int64_t N = w.N, K = w.K;
   const size_t sub_bytes = align_up(ks.panel_bytes(K, ks.group));
   const int64_t nr = ks.nr;
@@ -254,8 +257,10 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
     for (int64_t it; (it = next.fetch_add(1)) < items;) {
       const int64_t pn = it / m_parts, pm = it % m_parts;
       const int64_t s0 = pn * kSubPanels, s1 = std::min(n_sub, s0 + kSubPanels);
-      for (int64_t s = s0; s < s1; ++s)
-        ks.decode(w, s * nr, std::min(nr, N - s * nr), panels + size_t(s - s0) * sub_bytes);
+      const uint8_t* item_panels = packed ? packed + size_t(s0) * sub_bytes : panels;
+      if (!packed)
+        for (int64_t s = s0; s < s1; ++s)
+          ks.decode(w, s * nr, std::min(nr, N - s * nr), panels + size_t(s - s0) * sub_bytes);
       const int64_t ma = pm * m_step, mb = std::min(M, ma + m_step);
       for (int64_t k0 = 0; k0 < K; k0 += kc) {
         TileArgs a{};
@@ -275,7 +280,7 @@ void panel_linear(const KernelSet& ks, const WeightView& w, const void* act, int
           a.m0 = m0;
           a.mr = std::min<int64_t>(ks.mr, mb - m0);
           for (int64_t s = s0; s < s1; ++s) {
-            a.panel = panels + size_t(s - s0) * sub_bytes;
+            a.panel = item_panels + size_t(s - s0) * sub_bytes;
             a.n0 = s * nr;
             a.nvalid = std::min(nr, N - s * nr);
             ks.tile(a);
@@ -497,6 +502,9 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   // non-AMX kernel).
   const int64_t lda = kind == PanelKind::kF32 || use_onednn ? K : act_stride(kind, K);
   auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
+  std::shared_ptr<const uint8_t> packed;
+  if (ks && ks->prepack && !use_onednn)
+    packed = prepacked_panels(*ks, w, align_up(ks->panel_bytes(K, ks->group)), W.owner(), pool);
   for (int64_t m0 = 0; m0 < M; m0 += chunk) {
     const int64_t rows = std::min(chunk, M - m0);
     const float* xc = x + m0 * K;
@@ -531,7 +539,7 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       continue;
     }
     if (ks)
-      panel_linear(*ks, w, a, lda, chunk, act_scale, rows, bias, yc, work, pool);
+      panel_linear(*ks, w, packed.get(), a, lda, chunk, act_scale, rows, bias, yc, work, pool);
     else
       reference_linear(xc, rows, w, kind, a, lda, act_scale, bias, yc, work, pool);
   }
