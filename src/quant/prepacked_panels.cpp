@@ -1,5 +1,6 @@
 #include "quant/prepacked_panels.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +56,8 @@ std::shared_ptr<const uint8_t> pack(const KernelSet& ks, const WeightView& w, si
   if (!p) return nullptr;  // no room for a copy: the caller decodes per call
   std::shared_ptr<const uint8_t> panels(p, [](const uint8_t* q) { std::free(const_cast<uint8_t*>(q)); });
   pool.parallel_for(n_sub, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t s = s0; s < s1; ++s) ks.decode(w, s * ks.nr, std::min<int64_t>(ks.nr, w.N - s * ks.nr), p + s * sub_bytes);
+    for (int64_t s = s0; s < s1; ++s)
+      ks.decode(w, s * ks.nr, std::min<int64_t>(ks.nr, w.N - s * ks.nr), p + s * sub_bytes);
   });
   MappedFile::release_pages(w.data, size_t(w.N * w.row_bytes));
   return panels;

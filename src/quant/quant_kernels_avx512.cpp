@@ -357,7 +357,7 @@ const KernelSet kF32Tq2{PanelKind::kF32, kNr,   kMrF32, kWholeK,       1, pb_f32
 const KernelSet kF32Q8{PanelKind::kF32, kNr, kMrF32, kWholeK, 1, pb_f32, decode_f32_q8, t_f32, kMrF32, kWidePassBytes};
 const KernelSet kF32Float{PanelKind::kF32,  kNr,   kMrF32, kWholeK,       1, pb_f32,
                           decode_f32_float, t_f32, kMrF32, kWidePassBytes};
-const KernelSet kBf16{PanelKind::kBf16,  kNr,    kMrBf16, kWholeK,       1, pb_bf16,
+const KernelSet kBf16{PanelKind::kBf16,  kNr,    kMrBf16, kWholeK,        1,   pb_bf16,
                       decode_bf16_pairs, t_bf16, kMrBf16, kWidePassBytes, true};
 const KernelSet kI8Tq2{PanelKind::kI8, kNr, kMrI8, kWholeK, 128, pb_i8, decode_i8_tq2, t_i8_tq2};
 const KernelSet kI8Q8{PanelKind::kI8, kNr, kMrI8, kWholeK, 32, pb_i8, decode_i8_q8, t_i8_q8};
