@@ -70,6 +70,12 @@ std::shared_ptr<const uint8_t> prepacked_panels(const KernelSet& ks, const Weigh
   if (!owner || !prepack_on()) return nullptr;
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
+  const auto key = std::make_tuple(static_cast<const void*>(w.data), w.N, w.K, &ks);
+  if (auto hit = c.entries.find(key);
+      hit != c.entries.end() && same_owner(hit->second.owner, owner) && hit->second.sub_bytes == sub_bytes)
+    return hit->second.panels;
+  // A weight to pack: first drop the copies of weights that are gone (a model unloaded before
+  // another is loaded frees its copies here; until then they stay, as oneDNN's reordered ones do).
   for (auto it = c.entries.begin(); it != c.entries.end();) {
     if (it->second.owner.expired()) {
       c.bytes -= it->second.bytes;
@@ -78,9 +84,7 @@ std::shared_ptr<const uint8_t> prepacked_panels(const KernelSet& ks, const Weigh
       ++it;
     }
   }
-  const auto key = std::make_tuple(static_cast<const void*>(w.data), w.N, w.K, &ks);
   Entry& e = c.entries[key];
-  if (e.panels && same_owner(e.owner, owner) && e.sub_bytes == sub_bytes) return e.panels;
   c.bytes -= e.bytes;
   size_t bytes = 0;
   std::shared_ptr<const uint8_t> panels = pack(ks, w, sub_bytes, pool, &bytes);

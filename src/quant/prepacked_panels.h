@@ -9,7 +9,10 @@
 // (lifetime unknown) is never cached: the caller decodes it per call. Where the weight lies in a
 // file mapping (MappedFile), its pages are given back once packed, so the process holds one copy;
 // a later reader of the original bytes faults them in again from the file.
-// QUILL_PREPACK=0 turns packing off (every call decodes, as before).
+// The copies of weights that are gone are freed when the next weight is packed. A weight in heap
+// memory (no file to give its pages back to) is held twice while packed. QUILL_PREPACK=0 turns
+// packing off (every call decodes, as before). Packing holds a global lock, so callers on other
+// threads wait for a first use to finish; a hit is one map lookup under it.
 #pragma once
 
 #include <cstddef>

@@ -497,11 +497,12 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   // bf16 rows are rounded straight into slabs (prep_bf16_slabs): no row buffer.
   const bool bf16_slabs = slabs && kind == PanelKind::kBf16;
   uint8_t* slab = act + (bf16_slabs ? 0 : act_bytes(kind, chunk, K));
-  uint8_t* work = slab + slab_bytes(kind, ks, chunk, K);
+  uint8_t* work = slab + (slabs ? slab_bytes(kind, ks, chunk, K) : 0);
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
   // non-AMX kernel).
   const int64_t lda = kind == PanelKind::kF32 || use_onednn ? K : act_stride(kind, K);
-  auto* act_scale = reinterpret_cast<float*>(act + align_up(size_t(chunk * lda)));
+  // kI8: the per-row scales, after the rows (act_bytes).
+  float* act_scale = kind == PanelKind::kI8 ? reinterpret_cast<float*>(act + align_up(size_t(chunk * lda))) : nullptr;
   std::shared_ptr<const uint8_t> packed;
   if (ks && ks->prepack && !use_onednn)
     packed = prepacked_panels(*ks, w, align_up(ks->panel_bytes(K, ks->group)), W.owner(), pool);

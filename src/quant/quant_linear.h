@@ -14,8 +14,10 @@
 //   f8_e4m3     f32 x decoded weights times the per-row scale `w_scale` (both modes).
 // Every path has a scalar reference; the AVX-512, AVX2 and AMX kernels are chosen once per ISA level
 // (backend/cpu/kernel_table.cpp).
-// quant_linear never allocates: `scratch` holds quant_linear_scratch_bytes(M, ...) bytes (any M'
-// >= M works too; the work is chunked so scratch does not grow past kQuantMChunk rows).
+// quant_linear allocates nothing per call: `scratch` holds quant_linear_scratch_bytes(M, ...) bytes
+// (any M' >= M works too; the work is chunked so scratch does not grow past kQuantMChunk rows). The
+// one exception is a weight's first call on a kernel set that packs its panels once (bf16 weights
+// in A8 mode on AVX-512: prepacked_panels.h), which allocates that weight's packed copy.
 #pragma once
 
 #include <cstddef>
