@@ -15,14 +15,14 @@ namespace {
 
 struct Entry {
   std::weak_ptr<const void> owner;  // expired: the weight is gone and the entry stale
-  size_t sub_bytes = 0;
   std::shared_ptr<const uint8_t> panels;
   size_t bytes = 0;
 };
 
 struct Cache {
   std::mutex mu;
-  // By weight data pointer, shape and kernel set: views of one buffer with other shapes are other weights.
+  // By weight data pointer, shape and kernel set (which fix the panel size): views of one buffer with
+  // other shapes are other weights.
   std::map<std::tuple<const void*, int64_t, int64_t, const KernelSet*>, Entry> entries;
   size_t bytes = 0;
 };
@@ -71,8 +71,7 @@ std::shared_ptr<const uint8_t> prepacked_panels(const KernelSet& ks, const Weigh
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   const auto key = std::make_tuple(static_cast<const void*>(w.data), w.N, w.K, &ks);
-  if (auto hit = c.entries.find(key);
-      hit != c.entries.end() && same_owner(hit->second.owner, owner) && hit->second.sub_bytes == sub_bytes)
+  if (auto hit = c.entries.find(key); hit != c.entries.end() && same_owner(hit->second.owner, owner))
     return hit->second.panels;
   // A weight to pack: first drop the copies of weights that are gone (a model unloaded before
   // another is loaded frees its copies here; until then they stay, as oneDNN's reordered ones do).
@@ -92,7 +91,7 @@ std::shared_ptr<const uint8_t> prepacked_panels(const KernelSet& ks, const Weigh
     c.entries.erase(key);
     return nullptr;
   }
-  e = Entry{owner, sub_bytes, panels, bytes};
+  e = Entry{owner, panels, bytes};
   c.bytes += bytes;
   return panels;
 }

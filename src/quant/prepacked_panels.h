@@ -30,7 +30,7 @@ namespace quill::quant::detail {
 std::shared_ptr<const uint8_t> prepacked_panels(const KernelSet& ks, const WeightView& w, size_t sub_bytes,
                                                 const std::shared_ptr<const void>& owner, ThreadPool& pool);
 
-// Bytes of packed panels held now (weights whose owners have expired are counted until the next call).
+// Bytes of packed panels held now (weights whose owners have expired count until the next packing).
 size_t prepacked_bytes();
 
 // Tests only: 1 packs, 0 does not, -1 goes back to QUILL_PREPACK.

@@ -383,17 +383,23 @@ namespace {
 bool uses_slabs(PanelKind kind, const KernelSet* ks) {
   return ks && ks->slab > 0 && (kind == PanelKind::kF32 || kind == PanelKind::kI8 || kind == PanelKind::kBf16);
 }
+// Whether a call packs slabs: not on oneDNN's route, which reads dense rows.
+bool packs_slabs(const QuantPlan& plan) { return uses_slabs(plan.kind, plan.kernels) && !plan.onednn; }
+// The buffer of prepared rows a pass needs: none for bf16 rounded straight into slabs (prep_bf16_slabs).
+size_t row_buffer_bytes(const QuantPlan& plan, int64_t rows, int64_t K) {
+  return packs_slabs(plan) && plan.kind == PanelKind::kBf16 ? 0 : act_bytes(plan.kind, rows, K);
+}
 int64_t slab_units(PanelKind kind, int64_t K) {
   return kind == PanelKind::kI8 ? K / 4 : kind == PanelKind::kBf16 ? K / 2 : K;
 }
 
-// Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding. Slab-packed
-// rows and bf16 rows take up to their kernel set's pass budget of bytes (whole slabs), at least
-// 512 rows (rounded up to whole slabs) whatever K and at most kQuantMChunk (the scratch is sized for
-// that many). At 512-row passes the panel decode, bound by reading the weights from memory, took
-// 4 % of an AVX-512 bf16 GEMM and 7 % of an f16 one on Zen 4 (docs/PERFORMANCE.md, "Passes by
-// bytes"). int8 rows (1 byte an element) always take kQuantMChunk rows, kI8x3 rows (3 bytes) a
-// third of that, and bf16 rows without a kernel set (the scalar reference) 512.
+// Rows per pass: each pass decodes every weight panel once, so fewer passes save decoding.
+// Slab-packed rows (f32, bf16 pairs, u8 quads) take up to their kernel set's pass budget of bytes
+// (whole slabs), at least 512 rows (rounded up to whole slabs) whatever K and at most kQuantMChunk
+// (the scratch is sized for that many). At 512-row passes the panel decode, bound by reading the weights from memory,
+// took 4 % of an AVX-512 bf16 GEMM and 7 % of an f16 one on Zen 4 (docs/PERFORMANCE.md, "Passes by bytes"). int8 rows
+// (1 byte an element) always take kQuantMChunk rows, kI8x3 rows (3 bytes) a third of that, and bf16 rows without a
+// kernel set (the scalar reference) 512.
 int64_t rows_in_budget(const KernelSet* ks, size_t row_bytes, int64_t multiple) {
   const size_t override_bytes = pass_bytes_for_tests.load(std::memory_order_relaxed);
   const size_t budget = override_bytes > 0 ? override_bytes : ks->pass_bytes;
@@ -404,7 +410,6 @@ int64_t rows_in_budget(const KernelSet* ks, size_t row_bytes, int64_t multiple) 
 int64_t rows_per_pass(PanelKind kind, const KernelSet* ks, int64_t K, int64_t M) {
   if (uses_slabs(kind, ks)) return rows_in_budget(ks, size_t(std::max<int64_t>(slab_units(kind, K), 1)) * 4, ks->slab);
   if (kind == PanelKind::kF32) return M;
-  if (kind == PanelKind::kBf16 && ks) return rows_in_budget(ks, size_t(act_stride(kind, K)) * 2, 1);
   // kBf16x3 (AMX exact) keeps 512 rows: three planes, tuned on Sapphire Rapids, not re-measured.
   return kind == PanelKind::kI8 ? kQuantMChunk : kind == PanelKind::kI8x3 ? kQuantMChunk / 3 : 512;
 }
@@ -414,24 +419,32 @@ size_t slab_bytes(PanelKind kind, const KernelSet* ks, int64_t rows, int64_t K) 
   return align_up(size_t((rows + ks->slab - 1) / ks->slab * ks->slab * slab_units(kind, K)) * 4);
 }
 
+constexpr int kMaxSlab = 16;  // rows per slab at most (KernelSet::slab)
+
+// Units [0, units) of `live` rows (row i at row[i]) interleaved into one slab at o, its rows past
+// `live` zero; returns the end of what was written.
+uint8_t* interleave_units(const uint8_t* const* row, int live, int slab, int64_t units, uint8_t* o) {
+  for (int64_t u = 0; u < units; ++u, o += slab * 4) {
+    for (int i = 0; i < live; ++i) std::memcpy(o + i * 4, row[i] + u * 4, 4);
+    std::memset(o + live * 4, 0, size_t(slab - live) * 4);
+  }
+  return o;
+}
+
 // Rows [0, rows) of `units` 4-byte units each (row r at src + r * stride bytes) into slabs of
 // `slab` rows, [slab index][unit][row in slab]; the last slab zero-padded. Unit outer, so each
 // slab is written in order while its rows are read as `slab` forward streams. Bytes, moved 4 at a
-// time by memcpy: the units are floats or u8 quads, never read here as either.
+// time by memcpy: the units are floats or u8 quads, never read here as either. (bf16 pairs are
+// rounded straight into slabs instead: prep_bf16_slabs.)
 void pack_slabs(const uint8_t* src, int64_t rows, int64_t units, int64_t stride, int slab, uint8_t* out,
                 ThreadPool& pool) {
   const int64_t slabs = (rows + slab - 1) / slab;
   pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
-    constexpr int kMaxSlab = 16;
     const uint8_t* row[kMaxSlab];
     for (int64_t t = t0; t < t1; ++t) {
-      uint8_t* o = out + t * units * slab * 4;
       const int live = int(std::min<int64_t>(slab, rows - t * slab));
       for (int i = 0; i < live; ++i) row[i] = src + (t * slab + i) * stride;
-      for (int64_t u = 0; u < units; ++u, o += slab * 4) {
-        for (int i = 0; i < live; ++i) std::memcpy(o + i * 4, row[i] + u * 4, 4);
-        std::memset(o + live * 4, 0, size_t(slab - live) * 4);
-      }
+      interleave_units(row, live, slab, units, out + t * units * slab * 4);
     }
   });
 }
@@ -441,21 +454,19 @@ void pack_slabs(const uint8_t* src, int64_t rows, int64_t units, int64_t stride,
 // interleaved. The rows are never written out whole and read back (pack_slabs' pass over them).
 void prep_bf16_slabs(void (*prep_bf16_rows)(const float*, int64_t, int64_t, uint16_t*), const float* x, int64_t rows,
                      int64_t K, int slab, uint8_t* out, ThreadPool& pool) {
-  constexpr int kMaxSlab = 16;
   constexpr int64_t kBlock = 256;  // k per step (even)
   const int64_t units = K / 2, slabs = (rows + slab - 1) / slab;
   pool.parallel_for(slabs, 1, [&](int64_t t0, int64_t t1) {
     alignas(64) uint16_t block[kMaxSlab][kBlock];
+    const uint8_t* row[kMaxSlab];
+    for (int i = 0; i < kMaxSlab; ++i) row[i] = reinterpret_cast<const uint8_t*>(block[i]);
     for (int64_t t = t0; t < t1; ++t) {
       uint8_t* o = out + t * units * slab * 4;
       const int live = int(std::min<int64_t>(slab, rows - t * slab));
       for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
         const int64_t len = std::min(kBlock, K - k0);
         for (int i = 0; i < live; ++i) prep_bf16_rows(x + (t * slab + i) * K + k0, 1, len, block[i]);
-        for (int64_t u = 0; u < len / 2; ++u, o += slab * 4) {
-          for (int i = 0; i < live; ++i) std::memcpy(o + i * 4, &block[i][2 * u], 4);
-          std::memset(o + live * 4, 0, size_t(slab - live) * 4);
-        }
+        o = interleave_units(row, live, slab, len / 2, o);
       }
     }
   });
@@ -472,9 +483,8 @@ size_t quant_linear_scratch_bytes(int64_t M, const Tensor& W, QuantMode mode, co
   const size_t threads = size_t(pool.num_threads());
   size_t per_thread = reference_scratch_per_thread(K);
   if (ks) per_thread = std::max(per_thread, align_up(ks->panel_bytes(K, ks->group)) * kSubPanels);
-  const bool slabs = uses_slabs(kind, ks) && !plan.onednn;
-  const size_t rows_bytes = slabs && kind == PanelKind::kBf16 ? 0 : act_bytes(kind, rows, K);
-  return rows_bytes + (slabs ? slab_bytes(kind, ks, rows, K) : 0) + threads * per_thread + kAlign;
+  return row_buffer_bytes(plan, rows, K) + (packs_slabs(plan) ? slab_bytes(kind, ks, rows, K) : 0) +
+         threads * per_thread + kAlign;
 }
 
 Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_scale, const float* bias, float* y,
@@ -492,11 +502,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
   auto* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + kAlign - 1) / kAlign * kAlign);
   const int64_t chunk = std::min(M, rows_per_pass(kind, ks, K, M));
   const bool use_onednn = plan.onednn;
-  const bool slabs = uses_slabs(kind, ks) && !use_onednn;
-  uint8_t* act = base;  // activations as prepared, row after row (none for kF32)
-  // bf16 rows are rounded straight into slabs (prep_bf16_slabs): no row buffer.
-  const bool bf16_slabs = slabs && kind == PanelKind::kBf16;
-  uint8_t* slab = act + (bf16_slabs ? 0 : act_bytes(kind, chunk, K));
+  const bool slabs = packs_slabs(plan);
+  const bool bf16_slabs = slabs && kind == PanelKind::kBf16;  // rounded straight into slabs
+  uint8_t* act = base;  // activations as prepared, row after row (none for kF32 and bf16 slabs)
+  uint8_t* slab = act + row_buffer_bytes(plan, chunk, K);
   uint8_t* work = slab + (slabs ? slab_bytes(kind, ks, chunk, K) : 0);
   // oneDNN's matmul wants dense activation rows (a padded stride sends oneDNN 2.x to a slower
   // non-AMX kernel).
@@ -527,11 +536,10 @@ Status quant_linear(const float* x, int64_t M, const Tensor& W, const float* w_s
       });
     }
     const void* a = kind == PanelKind::kF32 ? static_cast<const void*>(xc) : act;
-    if (bf16_slabs) {
-      a = slab;
-    } else if (slabs) {
+    if (slabs) {
       const int64_t stride = kind == PanelKind::kF32 ? K * int64_t(sizeof(float)) : lda;  // bytes
-      pack_slabs(static_cast<const uint8_t*>(a), rows, slab_units(kind, K), stride, ks->slab, slab, pool);
+      if (!bf16_slabs)
+        pack_slabs(static_cast<const uint8_t*>(a), rows, slab_units(kind, K), stride, ks->slab, slab, pool);
       a = slab;
     }
     if (use_onednn) {
